@@ -1,0 +1,252 @@
+//! `backlog-scaler check`: validate a trigger's metadata, probe each source
+//! once, and print what the scaler would report. Exits non-zero on any
+//! problem, so it can gate a CI pipeline or a `kubectl apply`.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_yaml_ng::Value;
+
+use crate::config::ScalerConfig;
+use crate::explain::formula;
+use crate::fusion::{self, Signals};
+use crate::source::{HttpScraper, Reading, SourceContext, SourceError};
+use crate::trigger::TriggerSpec;
+
+/// How long one probe may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One trigger's metadata found in the input file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FoundTrigger {
+    /// Where it came from, e.g. `triggers[0]`.
+    pub origin: String,
+    /// Its metadata, values as strings (as KEDA sends them).
+    pub metadata: Vec<(String, String)>,
+}
+
+/// Read the triggers from YAML text: a metadata map, or a ScaledObject (each
+/// `external` / `external-push` trigger), or several documents of either.
+pub fn find_triggers(text: &str) -> Result<Vec<FoundTrigger>, String> {
+    let mut found = Vec::new();
+    for (doc_index, document) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
+        let value = Value::deserialize(document).map_err(|e| format!("not YAML: {e}"))?;
+        let doc = if doc_index == 0 {
+            String::new()
+        } else {
+            format!("document {doc_index} ")
+        };
+        match &value {
+            Value::Null => {}
+            Value::Mapping(map) if map.get("kind").and_then(Value::as_str) == Some("ScaledObject") => {
+                let triggers = value
+                    .get("spec")
+                    .and_then(|s| s.get("triggers"))
+                    .and_then(Value::as_sequence)
+                    .ok_or_else(|| format!("{doc}ScaledObject has no spec.triggers"))?;
+                for (i, trigger) in triggers.iter().enumerate() {
+                    let kind = trigger.get("type").and_then(Value::as_str).unwrap_or("");
+                    if kind != "external" && kind != "external-push" {
+                        continue;
+                    }
+                    let origin = format!("{doc}spec.triggers[{i}] ({kind})");
+                    let metadata = trigger
+                        .get("metadata")
+                        .ok_or_else(|| format!("{origin} has no metadata"))?;
+                    found.push(FoundTrigger {
+                        metadata: string_map(metadata, &origin)?,
+                        origin,
+                    });
+                }
+            }
+            Value::Mapping(_) => {
+                let origin = format!("{doc}metadata").trim().to_owned();
+                found.push(FoundTrigger {
+                    metadata: string_map(&value, &origin)?,
+                    origin,
+                });
+            }
+            _ => return Err(format!("{doc}is not a YAML map of metadata keys")),
+        }
+    }
+    if found.is_empty() {
+        return Err("no trigger metadata found (expected a map, or a ScaledObject with external triggers)".to_owned());
+    }
+    Ok(found)
+}
+
+/// KEDA's metadata is `map[string]string`; YAML scalars are read as the
+/// string KEDA would forward.
+fn string_map(value: &Value, origin: &str) -> Result<Vec<(String, String)>, String> {
+    let map = value
+        .as_mapping()
+        .ok_or_else(|| format!("{origin} is not a map"))?;
+    let mut pairs = Vec::with_capacity(map.len());
+    for (key, value) in map {
+        let key = key
+            .as_str()
+            .ok_or_else(|| format!("{origin}: a key is not a string"))?
+            .to_owned();
+        let value = match value {
+            Value::String(s) => s.clone(),
+            Value::Number(n) => n.to_string(),
+            Value::Bool(b) => b.to_string(),
+            _ => {
+                return Err(format!(
+                    "{origin}: key `{key}` must be a string, number or boolean (KEDA metadata is map[string]string)"
+                ));
+            }
+        };
+        pairs.push((key, value));
+    }
+    Ok(pairs)
+}
+
+/// Check one trigger: validate, probe, fuse. Returns the report text, or the
+/// report with problems.
+pub async fn check_trigger(found: &FoundTrigger, ctx: &SourceContext) -> Result<String, String> {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}:", found.origin);
+    let spec = match TriggerSpec::from_metadata(found.metadata.iter().map(|(k, v)| (k.as_str(), v.as_str()))) {
+        Ok(spec) => spec,
+        Err(errors) => {
+            for error in &errors.0 {
+                let _ = writeln!(out, "  invalid: {error}");
+            }
+            return Err(out);
+        }
+    };
+    let t = spec.fusion.target_per_replica;
+    let _ = writeln!(
+        out,
+        "  metadata ok: metric `{}`, target {} per replica, poll every {}s, max signal age {}s",
+        spec.metric_name,
+        t,
+        spec.poll_interval.as_secs(),
+        spec.max_signal_age.as_secs()
+    );
+    let mut signals = Signals::default();
+    let mut failed = false;
+    for source in &spec.sources {
+        let result = match tokio::time::timeout(PROBE_TIMEOUT, source.read(ctx)).await {
+            Ok(result) => result,
+            Err(_) => Err(SourceError::Timeout(PROBE_TIMEOUT)),
+        };
+        match result {
+            Ok(Reading::Engine(reading)) => {
+                let _ = writeln!(out, "  source {source}: ok, {} pod(s)", reading.pods.len());
+                for pod in &reading.pods {
+                    let _ = writeln!(out, "    {}  waiting={} running={}", pod.target, pod.waiting, pod.running);
+                }
+                if reading.malformed_lines > 0 {
+                    let _ = writeln!(out, "    warning: {} malformed line(s) skipped", reading.malformed_lines);
+                }
+                signals.waiting += reading.waiting();
+                signals.running += reading.running();
+                signals.replicas_reporting += reading.pods.len();
+            }
+            Err(error) => {
+                failed = true;
+                let _ = writeln!(
+                    out,
+                    "  source {source}: FAILED ({}): {error}",
+                    error.outcome().as_str()
+                );
+            }
+        }
+    }
+    if failed {
+        let _ = writeln!(out, "  would answer: UNAVAILABLE (KEDA's fallback applies)");
+        return Err(out);
+    }
+    let decision = fusion::fuse(&spec.fusion, &signals);
+    let _ = writeln!(out, "  {}", formula(&spec.fusion, &decision.components, decision.backlog));
+    let _ = writeln!(
+        out,
+        "  would answer: GetMetrics {}={}  IsActive={}  (desired replicas ceil(B/T) = {})",
+        spec.metric_name, decision.backlog, decision.active, decision.desired_replicas
+    );
+    Ok(out)
+}
+
+/// The `check` command.
+pub async fn run(path: &Path, config: &ScalerConfig) -> ExitCode {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) => {
+            eprintln!("backlog-scaler: cannot read {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    };
+    let triggers = match find_triggers(&text) {
+        Ok(triggers) => triggers,
+        Err(e) => {
+            eprintln!("backlog-scaler: {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    };
+    let http = match HttpScraper::new(PROBE_TIMEOUT, config.max_response_bytes) {
+        Ok(http) => http,
+        Err(e) => {
+            eprintln!("backlog-scaler: cannot build the HTTP client: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let ctx = SourceContext { http };
+    let mut ok = true;
+    for trigger in &triggers {
+        match check_trigger(trigger, &ctx).await {
+            Ok(report) => print!("{report}"),
+            Err(report) => {
+                ok = false;
+                print!("{report}");
+            }
+        }
+    }
+    if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_a_plain_map_with_yaml_scalars() {
+        let found = find_triggers("vllmTargets: http://a:1/metrics\ntargetBacklogPerReplica: 10\nenableTLS: false\n")
+            .expect("valid");
+        assert_eq!(found.len(), 1);
+        assert!(found[0].metadata.contains(&("targetBacklogPerReplica".into(), "10".into())));
+        assert!(found[0].metadata.contains(&("enableTLS".into(), "false".into())));
+    }
+
+    #[test]
+    fn reads_external_triggers_of_a_scaled_object() {
+        let yaml = r#"
+apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: x}
+spec:
+  scaleTargetRef: {name: x}
+  triggers:
+    - type: cpu
+      metadata: {value: "50"}
+    - type: external-push
+      metadata:
+        scalerAddress: backlog-scaler.keda:9090
+        vllmTargets: dns+http://vllm.default:8000/metrics
+        targetBacklogPerReplica: "10"
+"#;
+        let found = find_triggers(yaml).expect("valid");
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].origin, "spec.triggers[1] (external-push)");
+    }
+
+    #[test]
+    fn rejects_non_scalar_values_and_empty_input() {
+        assert!(find_triggers("vllmTargets: [a, b]\n").expect_err("list").contains("vllmTargets"));
+        assert!(find_triggers("").is_err());
+    }
+}

@@ -1,0 +1,143 @@
+//! Scaler-side configuration: the optional YAML file given with `--config`.
+//!
+//! Settings that belong to the operator of the scaler rather than to a
+//! ScaledObject author live here (credentials and connection bounds will join
+//! them), never in trigger metadata.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::cache::CacheSettings;
+use crate::source::http::DEFAULT_MAX_RESPONSE_BYTES;
+
+/// The `--config` file. Every field is optional.
+///
+/// ```yaml
+/// coldStartBudgetMillis: 2000
+/// idleTimeoutSeconds: 600
+/// maxResponseBytes: 10485760
+/// ```
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ScalerConfig {
+    /// How long the first GetMetrics/IsActive of a new trigger waits for the
+    /// first reading before answering UNAVAILABLE. Keep it under KEDA's 3 s
+    /// deadline for GetMetricSpec + GetMetrics + IsActive. Default 2000.
+    #[serde(default = "default_cold_start_budget_millis")]
+    pub cold_start_budget_millis: u64,
+    /// Drop a trigger (and its pollers) when no call has touched it for this
+    /// long and no StreamIsActive holds it. Default 600.
+    #[serde(default = "default_idle_timeout_seconds")]
+    pub idle_timeout_seconds: u64,
+    /// Largest upstream response body accepted, in bytes. Default 10 MiB.
+    #[serde(default = "default_max_response_bytes")]
+    pub max_response_bytes: usize,
+}
+
+const fn default_cold_start_budget_millis() -> u64 {
+    2000
+}
+const fn default_idle_timeout_seconds() -> u64 {
+    600
+}
+const fn default_max_response_bytes() -> usize {
+    DEFAULT_MAX_RESPONSE_BYTES
+}
+
+impl Default for ScalerConfig {
+    fn default() -> Self {
+        ScalerConfig {
+            cold_start_budget_millis: default_cold_start_budget_millis(),
+            idle_timeout_seconds: default_idle_timeout_seconds(),
+            max_response_bytes: default_max_response_bytes(),
+        }
+    }
+}
+
+/// Why the config file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        /// The path.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not valid.
+    #[error("invalid config file {path}: {message}")]
+    Invalid {
+        /// The path.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl ScalerConfig {
+    /// Load and validate a config file.
+    pub fn load(path: &Path) -> Result<ScalerConfig, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Self::parse(&text).map_err(|message| ConfigError::Invalid {
+            path: path.display().to_string(),
+            message,
+        })
+    }
+
+    /// Parse and validate config text.
+    pub fn parse(text: &str) -> Result<ScalerConfig, String> {
+        // An empty file is a valid, all-defaults config.
+        if text.trim().is_empty() {
+            return Ok(ScalerConfig::default());
+        }
+        let config: ScalerConfig = serde_yaml_ng::from_str(text).map_err(|e| e.to_string())?;
+        if config.cold_start_budget_millis > 10_000 {
+            return Err(format!(
+                "coldStartBudgetMillis is {}; at most 10000 (KEDA gives up after 3000)",
+                config.cold_start_budget_millis
+            ));
+        }
+        if config.idle_timeout_seconds == 0 {
+            return Err("idleTimeoutSeconds must be at least 1".to_owned());
+        }
+        if config.max_response_bytes < 1024 {
+            return Err(format!("maxResponseBytes is {}; at least 1024", config.max_response_bytes));
+        }
+        Ok(config)
+    }
+
+    /// The cache settings this config implies.
+    pub fn cache_settings(&self) -> CacheSettings {
+        CacheSettings {
+            cold_start_budget: Duration::from_millis(self.cold_start_budget_millis),
+            idle_timeout: Duration::from_secs(self.idle_timeout_seconds),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_overrides() {
+        assert_eq!(ScalerConfig::parse("").expect("empty ok"), ScalerConfig::default());
+        let c = ScalerConfig::parse("idleTimeoutSeconds: 60\ncoldStartBudgetMillis: 500\n").expect("valid");
+        assert_eq!(c.cache_settings().idle_timeout, Duration::from_secs(60));
+        assert_eq!(c.cache_settings().cold_start_budget, Duration::from_millis(500));
+    }
+
+    #[test]
+    fn unknown_fields_and_bad_values_are_refused() {
+        let err = ScalerConfig::parse("idleTimeout: 5\n").expect_err("unknown");
+        assert!(err.contains("idleTimeout"), "{err}");
+        let err = ScalerConfig::parse("coldStartBudgetMillis: 60000\n").expect_err("too long");
+        assert!(err.contains("coldStartBudgetMillis"), "{err}");
+    }
+}

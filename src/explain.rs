@@ -1,0 +1,169 @@
+//! The JSON that explains every number: what `/explain` serves and the
+//! `explain` command prints.
+
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::cache::{Status, TriggerEntry};
+use crate::fusion::{Components, FusionParams};
+use crate::source::Reading;
+
+/// `/explain`'s body.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExplainResponse {
+    /// One entry per tracked trigger, sorted by namespace, name, metric.
+    pub triggers: Vec<serde_json::Value>,
+}
+
+/// One trigger, explained.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TriggerExplain {
+    /// ScaledObject namespace.
+    pub namespace: String,
+    /// ScaledObject name.
+    pub name: String,
+    /// Metric name served to KEDA.
+    pub metric_name: String,
+    /// `ok`, `degraded` (a failing source's last good value is held),
+    /// `unavailable` (GetMetrics answers UNAVAILABLE) or `pending`.
+    pub state: &'static str,
+    /// Why the state is not `ok`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// `B`, the value GetMetrics returns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<f64>,
+    /// What IsActive returns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub active: Option<bool>,
+    /// `ceil(B/T)`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub desired_replicas: Option<u64>,
+    /// The formula with this evaluation's numbers filled in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub formula: Option<String>,
+    /// Each term.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub components: Option<Components>,
+    /// The trigger's parameters.
+    pub params: FusionParams,
+    /// Poll interval in seconds.
+    pub poll_interval_seconds: u64,
+    /// Max signal age in seconds.
+    pub max_signal_age_seconds: u64,
+    /// Seconds until the value expires unless a new reading arrives.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub valid_for_seconds: Option<f64>,
+    /// When it was evaluated (Unix seconds).
+    pub evaluated_at_unix: f64,
+    /// Per source.
+    pub sources: Vec<SourceExplain>,
+}
+
+/// One source of a trigger, explained.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceExplain {
+    /// The source's label.
+    pub source: String,
+    /// Seconds since its last good reading.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_good_age_seconds: Option<f64>,
+    /// Failed polls since the last good one.
+    pub consecutive_failures: u32,
+    /// The last error, if the newest poll failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// The last good reading (per pod).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reading: Option<Reading>,
+}
+
+fn unix(t: SystemTime) -> f64 {
+    t.duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+}
+
+/// The formula with numbers, e.g. `B = W + T·R/C = 45 + 10·94/32 = 74.375`.
+pub fn formula(params: &FusionParams, c: &Components, backlog: f64) -> String {
+    match params.running_per_replica {
+        Some(per_replica) => format!(
+            "B = W + T·R/C = {} + {}·{}/{} = {}",
+            c.waiting, params.target_per_replica, c.running, per_replica, backlog
+        ),
+        None => format!("B = W = {backlog}"),
+    }
+}
+
+impl TriggerExplain {
+    /// Explain `entry` as of `now`.
+    pub fn of(entry: &TriggerEntry, now: Instant) -> TriggerExplain {
+        let evaluation = entry.evaluation();
+        let spec = &entry.spec;
+        let mut explain = TriggerExplain {
+            namespace: entry.namespace.clone(),
+            name: entry.name.clone(),
+            metric_name: spec.metric_name.clone(),
+            state: "pending",
+            reason: None,
+            value: None,
+            active: None,
+            desired_replicas: None,
+            formula: None,
+            components: None,
+            params: spec.fusion,
+            poll_interval_seconds: spec.poll_interval.as_secs(),
+            max_signal_age_seconds: spec.max_signal_age.as_secs(),
+            valid_for_seconds: None,
+            evaluated_at_unix: unix(evaluation.evaluated_at),
+            sources: evaluation
+                .signals
+                .iter()
+                .map(|s| SourceExplain {
+                    source: s.source.clone(),
+                    last_good_age_seconds: s
+                        .state
+                        .last_good
+                        .as_ref()
+                        .map(|g| now.saturating_duration_since(g.at).as_secs_f64()),
+                    consecutive_failures: s.state.consecutive_failures,
+                    last_error: s
+                        .state
+                        .failing()
+                        .then(|| s.state.last_failure.as_ref().map(|f| f.value.to_string()))
+                        .flatten(),
+                    reading: s.state.last_good.as_ref().map(|g| g.value.clone()),
+                })
+                .collect(),
+        };
+        match evaluation.decision_at(now) {
+            Ok(decision) => {
+                explain.state = if evaluation.degraded { "degraded" } else { "ok" };
+                if evaluation.degraded {
+                    explain.reason = Some(
+                        "a source is failing; its last good reading is held until maxSignalAgeSeconds"
+                            .to_owned(),
+                    );
+                }
+                explain.value = Some(decision.backlog);
+                explain.active = Some(decision.active);
+                explain.desired_replicas = Some(decision.desired_replicas);
+                explain.formula = Some(formula(&spec.fusion, &decision.components, decision.backlog));
+                explain.components = Some(decision.components);
+                if let Status::Ready { valid_until, .. } = &evaluation.status {
+                    explain.valid_for_seconds =
+                        Some(valid_until.saturating_duration_since(now).as_secs_f64());
+                }
+            }
+            Err(reason) => {
+                if evaluation.status != Status::Pending {
+                    explain.state = "unavailable";
+                }
+                explain.reason = Some(reason.0);
+            }
+        }
+        explain
+    }
+}

@@ -1,0 +1,173 @@
+//! Python prometheus_client's value spelling.
+//!
+//! Every sample value and every `le` bound in vLLM's exposition goes through
+//! `prometheus_client.utils.floatToGoString`, which is Python's `repr(float)` with a Go-style
+//! exponent bolted on from seven integer digits up. Rust's `Display` never uses an exponent and
+//! `Debug` uses a different one, so both steps are rebuilt here from Rust's shortest round-trip
+//! digits, re-rounded the way Python's repr breaks ties.
+
+use std::fmt::Write as _;
+
+/// Python prometheus_client's `floatToGoString`: `0.0`, `999999.0`, `1e+06`, `1.234567e+06`,
+/// `1.7563046412320957e+09`, `0.0421875`, `NaN`, `+Inf`, `-Inf`.
+///
+/// Faithful to its quirks: negative numbers keep Python's repr (`-1234567.0`), and ten or more
+/// integer digits give a three-digit exponent (`1e+010`) because the original pastes `"e+0"` in
+/// front of the digit count.
+pub fn format_float(v: f64) -> String {
+    let mut out = String::with_capacity(24);
+    write_float(&mut out, v);
+    out
+}
+
+/// [`format_float`] appending to a buffer, so rendering a 500 KB body does not allocate per value.
+pub(crate) fn write_float(out: &mut String, v: f64) {
+    if v.is_nan() {
+        out.push_str("NaN");
+        return;
+    }
+    if v == f64::INFINITY {
+        out.push_str("+Inf");
+        return;
+    }
+    if v == f64::NEG_INFINITY {
+        out.push_str("-Inf");
+        return;
+    }
+    let start = out.len();
+    write_python_repr(out, v);
+    if v > 0.0
+        && let Some(dot) = out[start..].find('.')
+        && dot > 6
+    {
+        // Go would print 1e+06 where Python prints 1000000.0; prometheus_client rewrites it as
+        // s[0] + "." + s[1:dot] + s[dot+1:], strips trailing '0'/'.', then appends "e+0{dot-1}".
+        let repr = out.split_off(start);
+        let mut mantissa = String::with_capacity(repr.len() + 1);
+        mantissa.push_str(&repr[..1]);
+        mantissa.push('.');
+        mantissa.push_str(&repr[1..dot]);
+        mantissa.push_str(&repr[dot + 1..]);
+        out.push_str(mantissa.trim_end_matches(['0', '.']));
+        let _ = write!(out, "e+0{}", dot - 1);
+    }
+}
+
+/// Python's `repr(float)` for a finite value: fixed notation while the decimal exponent is in
+/// -4..16 (always with a fractional part, `3.0`), otherwise `d.ddde±XX` with at least two
+/// exponent digits (`1e-05`, `1e+16`).
+fn write_python_repr(out: &mut String, v: f64) {
+    if v == 0.0 {
+        out.push_str(if v.is_sign_negative() { "-0.0" } else { "0.0" });
+        return;
+    }
+    // `{:e}` yields the shortest round-trip digit count, but on a tie between two shortest
+    // candidates it can pick the other one than Python (which takes the nearer, then the even
+    // one). Re-rounding exactly to that many digits, half-to-even, gives Python's choice.
+    let shortest = format!("{v:e}");
+    let mantissa_len = shortest
+        .split('e')
+        .next()
+        .map_or(1, |m| m.bytes().filter(u8::is_ascii_digit).count());
+    let sci = format!("{v:.*e}", mantissa_len.saturating_sub(1));
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let (negative, mantissa) = match mantissa.strip_prefix('-') {
+        Some(m) => (true, m),
+        None => (false, mantissa),
+    };
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let digits = match digits.trim_end_matches('0') {
+        "" => "0",
+        d => d,
+    };
+    if negative {
+        out.push('-');
+    }
+    if (-4..16).contains(&exp) {
+        if exp >= 0 {
+            let int_len = exp as usize + 1;
+            if digits.len() <= int_len {
+                out.push_str(&digits);
+                out.extend(std::iter::repeat_n('0', int_len - digits.len()));
+                out.push_str(".0");
+            } else {
+                out.push_str(&digits[..int_len]);
+                out.push('.');
+                out.push_str(&digits[int_len..]);
+            }
+        } else {
+            out.push_str("0.");
+            out.extend(std::iter::repeat_n('0', (-exp - 1) as usize));
+            out.push_str(&digits);
+        }
+    } else {
+        out.push_str(&digits[..1]);
+        if digits.len() > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        let _ = write!(out, "e{exp:+03}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::format_float;
+
+    #[test]
+    fn reference_cases_from_signals_md() {
+        let cases: &[(f64, &str)] = &[
+            (0.0, "0.0"),
+            (999_999.0, "999999.0"),
+            (1_000_000.0, "1e+06"),
+            (16_384.0, "16384.0"),
+            (0.0421875, "0.0421875"),
+            (1_234_567.0, "1.234567e+06"),
+            (1.756_304_641_232_095_7e9, "1.7563046412320957e+09"),
+            (1.756_304_641_232_123_1e9, "1.7563046412321231e+09"),
+            (f64::NAN, "NaN"),
+            (f64::INFINITY, "+Inf"),
+            (f64::NEG_INFINITY, "-Inf"),
+            (3.0, "3.0"),
+            (1.0, "1.0"),
+            (2560.0, "2560.0"),
+            (0.001, "0.001"),
+            (53.96019025041359, "53.96019025041359"),
+        ];
+        for (v, want) in cases {
+            assert_eq!(format_float(*v), *want, "value {v:?}");
+        }
+    }
+
+    #[test]
+    fn python_repr_edges_and_go_exponent_quirks() {
+        let cases: &[(f64, &str)] = &[
+            (-0.0, "-0.0"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (1.5e-7, "1.5e-07"),
+            (-2.5, "-2.5"),
+            // Negatives never get the Go exponent.
+            (-1_234_567.0, "-1234567.0"),
+            (2.809856e7, "2.809856e+07"),
+            (1.79599586266e9, "1.79599586266e+09"),
+            (0.12000000000000001, "0.12000000000000001"),
+            // The `e+0{dot-1}` paste gives three digits from 1e10 up.
+            (1e10, "1e+010"),
+            (12_345_678_901.5, "1.23456789015e+010"),
+            (9_999_999_999_999_998.0, "9.999999999999998e+015"),
+            // From 1e16 Python's repr already has an exponent and is kept as is.
+            (1e16, "1e+16"),
+            (1.2345e20, "1.2345e+20"),
+            (1e300, "1e+300"),
+            (-1e-300, "-1e-300"),
+            (1_048_576.0, "1.048576e+06"),
+            (1_000_000.5, "1.0000005e+06"),
+            (100_000.25, "100000.25"),
+        ];
+        for (v, want) in cases {
+            assert_eq!(format_float(*v), *want, "value {v:?}");
+        }
+    }
+}

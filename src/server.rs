@@ -1,0 +1,190 @@
+//! Wiring: binds the gRPC and admin listeners and runs every task until
+//! shutdown. Used by `serve`, `demo` and the integration tests.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_stream::wrappers::TcpListenerStream;
+use tokio_util::sync::CancellationToken;
+
+use crate::admin::{self, AdminState};
+use crate::cache::DecisionCache;
+use crate::config::ScalerConfig;
+use crate::poller::PollerRegistry;
+use crate::proto::external_scaler_server::ExternalScalerServer;
+use crate::service::ScalerService;
+use crate::source::{HttpScraper, SourceContext};
+use crate::telemetry::Telemetry;
+
+/// Where to listen and how to behave.
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    /// gRPC listen address (port 0 picks a free port).
+    pub grpc_addr: SocketAddr,
+    /// Admin HTTP listen address (port 0 picks a free port).
+    pub http_addr: SocketAddr,
+    /// Scaler-side configuration.
+    pub config: ScalerConfig,
+}
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// A listener could not be bound.
+    #[error("cannot listen on {addr} for {what}: {source}")]
+    Bind {
+        /// Which listener.
+        what: &'static str,
+        /// The address.
+        addr: SocketAddr,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The HTTP client could not be built.
+    #[error("cannot build the HTTP client: {0}")]
+    HttpClient(#[from] reqwest::Error),
+    /// Reflection descriptors could not be loaded.
+    #[error("cannot build gRPC reflection: {0}")]
+    Reflection(#[from] tonic_reflection::server::Error),
+}
+
+/// A running server.
+#[derive(Debug)]
+pub struct RunningServer {
+    /// The bound gRPC address.
+    pub grpc_addr: SocketAddr,
+    /// The bound admin address.
+    pub http_addr: SocketAddr,
+    /// The decision cache (for tests and the demo).
+    pub cache: Arc<DecisionCache>,
+    shutdown: CancellationToken,
+    ready: Arc<AtomicBool>,
+    grpc: JoinHandle<Result<(), tonic::transport::Error>>,
+    http: JoinHandle<std::io::Result<()>>,
+}
+
+/// Upper bound on one HTTP request; pollers cut readings shorter.
+const HTTP_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl RunningServer {
+    /// Bind both listeners and start serving.
+    pub async fn start(options: ServerOptions) -> Result<RunningServer, StartError> {
+        let telemetry = Arc::new(Telemetry::new());
+        let ctx = SourceContext {
+            http: HttpScraper::new(HTTP_TIMEOUT, options.config.max_response_bytes)?,
+        };
+        let pollers = PollerRegistry::new(ctx, telemetry.clone());
+        let cache = Arc::new(DecisionCache::new(
+            pollers,
+            telemetry.clone(),
+            options.config.cache_settings(),
+        ));
+        let shutdown = CancellationToken::new();
+        let ready = Arc::new(AtomicBool::new(false));
+
+        let grpc_listener = bind("gRPC", options.grpc_addr).await?;
+        let http_listener = bind("admin HTTP", options.http_addr).await?;
+        let grpc_addr = local_addr("gRPC", options.grpc_addr, &grpc_listener)?;
+        let http_addr = local_addr("admin HTTP", options.http_addr, &http_listener)?;
+
+        let (health_reporter, health_service) = tonic_health::server::health_reporter();
+        health_reporter
+            .set_serving::<ExternalScalerServer<ScalerService>>()
+            .await;
+        let reflection = tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(crate::proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET);
+        // grpcurl before 1.8.7 speaks only v1alpha reflection.
+        let reflection_v1alpha = tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(crate::proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+            .build_v1alpha()?;
+        let reflection_v1 = reflection.build_v1()?;
+        let scaler = ScalerService::new(cache.clone(), telemetry.clone(), shutdown.clone());
+
+        let grpc_shutdown = shutdown.clone();
+        let grpc = tokio::spawn(async move {
+            let result = tonic::transport::Server::builder()
+                .add_service(ExternalScalerServer::new(scaler))
+                .add_service(health_service)
+                .add_service(reflection_v1)
+                .add_service(reflection_v1alpha)
+                .serve_with_incoming_shutdown(
+                    TcpListenerStream::new(grpc_listener),
+                    grpc_shutdown.cancelled_owned(),
+                )
+                .await;
+            // Keep the reporter alive for the server's lifetime.
+            drop(health_reporter);
+            result
+        });
+
+        let router = admin::router(AdminState {
+            cache: cache.clone(),
+            telemetry,
+            ready: ready.clone(),
+        });
+        let http_shutdown = shutdown.clone();
+        let http = tokio::spawn(async move {
+            axum::serve(http_listener, router)
+                .with_graceful_shutdown(http_shutdown.cancelled_owned())
+                .await
+        });
+        tokio::spawn(cache.clone().run_janitor(shutdown.clone()));
+        ready.store(true, Ordering::Relaxed);
+        tracing::info!(%grpc_addr, %http_addr, "backlog-scaler serving");
+        Ok(RunningServer {
+            grpc_addr,
+            http_addr,
+            cache,
+            shutdown,
+            ready,
+            grpc,
+            http,
+        })
+    }
+
+    /// A token that stops the server when cancelled.
+    pub fn shutdown_token(&self) -> CancellationToken {
+        self.shutdown.clone()
+    }
+
+    /// Stop accepting, end open streams with OK, and wait for both servers.
+    pub async fn shutdown(self) {
+        self.shutdown.cancel();
+        self.wait().await;
+    }
+
+    /// Wait until the server stops (after its shutdown token is cancelled).
+    pub async fn wait(self) {
+        self.shutdown.cancelled().await;
+        self.ready.store(false, Ordering::Relaxed);
+        match self.grpc.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::error!(error = %e, "gRPC server failed"),
+            Err(e) => tracing::error!(error = %e, "gRPC server task failed"),
+        }
+        match self.http.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::error!(error = %e, "admin server failed"),
+            Err(e) => tracing::error!(error = %e, "admin server task failed"),
+        }
+        tracing::info!("backlog-scaler stopped");
+    }
+}
+
+async fn bind(what: &'static str, addr: SocketAddr) -> Result<TcpListener, StartError> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| StartError::Bind { what, addr, source })
+}
+
+fn local_addr(what: &'static str, addr: SocketAddr, listener: &TcpListener) -> Result<SocketAddr, StartError> {
+    listener
+        .local_addr()
+        .map_err(|source| StartError::Bind { what, addr, source })
+}

@@ -1,0 +1,301 @@
+//! Self-metrics, served on the admin port at `/metrics`.
+//!
+//! | metric | type | labels | meaning |
+//! |---|---|---|---|
+//! | `backlog_scaler_backlog` | gauge | namespace, name, metric | fused value `B` last computed per trigger |
+//! | `backlog_scaler_backlog_component` | gauge | namespace, name, metric, component | each term: `waiting`, `running`, `running_term`, `demand` |
+//! | `backlog_scaler_desired_replicas` | gauge | namespace, name, metric | `ceil(B/T)` |
+//! | `backlog_scaler_active` | gauge | namespace, name, metric | 1 when `B > activationBacklog` |
+//! | `backlog_scaler_replicas_reporting` | gauge | namespace, name, metric | engine pods in the last reading |
+//! | `backlog_scaler_trigger_available` | gauge | namespace, name, metric | 1 when GetMetrics answers a value, 0 while it answers UNAVAILABLE |
+//! | `backlog_scaler_trigger_degraded` | gauge | namespace, name, metric | 1 while a failing source's last good value is being held |
+//! | `backlog_scaler_triggers` | gauge | | triggers currently tracked |
+//! | `backlog_scaler_pollers` | gauge | | distinct sources being polled |
+//! | `backlog_scaler_polls_total` | counter | source, outcome | polls by outcome `ok`, `timeout`, `upstream_error`, `parse_error` |
+//! | `backlog_scaler_poll_duration_seconds` | histogram | source | time to take one reading |
+//! | `backlog_scaler_malformed_lines_total` | counter | source | upstream lines skipped as unparseable |
+//! | `backlog_scaler_grpc_requests_total` | counter | method, code | gRPC calls by method and status code |
+//!
+//! Trigger series are removed when the trigger is dropped after its idle
+//! timeout, so cardinality follows the live ScaledObjects.
+
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use crate::fusion::Decision;
+use crate::source::PollOutcome;
+
+/// Labels of per-trigger series.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TriggerLabels {
+    /// ScaledObject namespace.
+    pub namespace: String,
+    /// ScaledObject name.
+    pub name: String,
+    /// The trigger's metric name.
+    pub metric: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ComponentLabels {
+    namespace: String,
+    name: String,
+    metric: String,
+    component: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SourceLabels {
+    source: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PollLabels {
+    source: String,
+    outcome: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GrpcLabels {
+    method: &'static str,
+    code: &'static str,
+}
+
+type FloatGauge = Gauge<f64, AtomicU64>;
+
+const COMPONENTS: [&str; 4] = ["waiting", "running", "running_term", "demand"];
+
+/// All self-metrics and their registry.
+#[derive(Debug)]
+pub struct Telemetry {
+    registry: Registry,
+    backlog: Family<TriggerLabels, FloatGauge>,
+    component: Family<ComponentLabels, FloatGauge>,
+    desired_replicas: Family<TriggerLabels, Gauge>,
+    active: Family<TriggerLabels, Gauge>,
+    replicas_reporting: Family<TriggerLabels, Gauge>,
+    available: Family<TriggerLabels, Gauge>,
+    degraded: Family<TriggerLabels, Gauge>,
+    triggers: Gauge,
+    pollers: Gauge,
+    polls: Family<PollLabels, Counter>,
+    poll_duration: Family<SourceLabels, Histogram>,
+    malformed_lines: Family<SourceLabels, Counter>,
+    grpc_requests: Family<GrpcLabels, Counter>,
+}
+
+fn poll_histogram() -> Histogram {
+    // 1 ms .. ~16 s: a loopback scrape to a slow, remote PromQL query.
+    Histogram::new(exponential_buckets(0.001, 2.0, 15))
+}
+
+impl Default for Telemetry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Telemetry {
+    /// Create and register every metric.
+    pub fn new() -> Telemetry {
+        let mut registry = Registry::with_prefix("backlog_scaler");
+        let t = Telemetry {
+            backlog: Family::default(),
+            component: Family::default(),
+            desired_replicas: Family::default(),
+            active: Family::default(),
+            replicas_reporting: Family::default(),
+            available: Family::default(),
+            degraded: Family::default(),
+            triggers: Gauge::default(),
+            pollers: Gauge::default(),
+            polls: Family::default(),
+            poll_duration: Family::new_with_constructor(poll_histogram),
+            malformed_lines: Family::default(),
+            grpc_requests: Family::default(),
+            registry: Registry::default(),
+        };
+        registry.register("backlog", "Fused backlog-equivalent value B per trigger", t.backlog.clone());
+        registry.register(
+            "backlog_component",
+            "Each term of the fused value: waiting, running, running_term, demand",
+            t.component.clone(),
+        );
+        registry.register("desired_replicas", "ceil(B / targetBacklogPerReplica)", t.desired_replicas.clone());
+        registry.register("active", "1 when B > activationBacklog", t.active.clone());
+        registry.register(
+            "replicas_reporting",
+            "Engine pods in the trigger's last reading",
+            t.replicas_reporting.clone(),
+        );
+        registry.register(
+            "trigger_available",
+            "1 when the trigger answers a value, 0 while it answers UNAVAILABLE",
+            t.available.clone(),
+        );
+        registry.register(
+            "trigger_degraded",
+            "1 while a failing source's last good reading is being held",
+            t.degraded.clone(),
+        );
+        registry.register("triggers", "Triggers currently tracked", t.triggers.clone());
+        registry.register("pollers", "Distinct sources currently polled", t.pollers.clone());
+        registry.register("polls", "Polls by source and outcome", t.polls.clone());
+        registry.register(
+            "poll_duration_seconds",
+            "Time to take one reading of a source",
+            t.poll_duration.clone(),
+        );
+        registry.register(
+            "malformed_lines",
+            "Upstream lines skipped as unparseable",
+            t.malformed_lines.clone(),
+        );
+        registry.register(
+            "grpc_requests",
+            "gRPC requests by method and status code",
+            t.grpc_requests.clone(),
+        );
+        Telemetry { registry, ..t }
+    }
+
+    /// Prometheus text exposition of every metric.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+
+    /// Record a trigger's new decision.
+    pub fn record_decision(&self, labels: &TriggerLabels, decision: &Decision, degraded: bool) {
+        self.backlog.get_or_create(labels).set(decision.backlog);
+        let c = &decision.components;
+        let values = [
+            c.waiting,
+            c.running,
+            c.running_term.unwrap_or(0.0),
+            c.demand,
+        ];
+        for (component, value) in COMPONENTS.into_iter().zip(values) {
+            self.component
+                .get_or_create(&component_labels(labels, component))
+                .set(value);
+        }
+        self.desired_replicas
+            .get_or_create(labels)
+            .set(i64::try_from(decision.desired_replicas).unwrap_or(i64::MAX));
+        self.active.get_or_create(labels).set(i64::from(decision.active));
+        self.replicas_reporting
+            .get_or_create(labels)
+            .set(i64::try_from(c.replicas_reporting).unwrap_or(i64::MAX));
+        self.available.get_or_create(labels).set(1);
+        self.degraded.get_or_create(labels).set(i64::from(degraded));
+    }
+
+    /// Record that a trigger answers UNAVAILABLE. Its value series are
+    /// removed rather than left at a stale number a dashboard would trust.
+    pub fn record_unavailable(&self, labels: &TriggerLabels) {
+        self.remove_values(labels);
+        self.available.get_or_create(labels).set(0);
+        self.degraded.get_or_create(labels).set(0);
+    }
+
+    /// Forget a dropped trigger.
+    pub fn forget_trigger(&self, labels: &TriggerLabels) {
+        self.remove_values(labels);
+        self.available.remove(labels);
+        self.degraded.remove(labels);
+    }
+
+    fn remove_values(&self, labels: &TriggerLabels) {
+        self.backlog.remove(labels);
+        for component in COMPONENTS {
+            self.component.remove(&component_labels(labels, component));
+        }
+        self.desired_replicas.remove(labels);
+        self.active.remove(labels);
+        self.replicas_reporting.remove(labels);
+    }
+
+    /// Set the tracked-trigger count.
+    pub fn set_triggers(&self, count: usize) {
+        self.triggers.set(i64::try_from(count).unwrap_or(i64::MAX));
+    }
+
+    /// Add to the poller count (negative to remove).
+    pub fn add_pollers(&self, delta: i64) {
+        self.pollers.inc_by(delta);
+    }
+
+    /// Count one poll.
+    pub fn record_poll(&self, source: &str, outcome: PollOutcome, elapsed: Duration, malformed: usize) {
+        self.polls
+            .get_or_create(&PollLabels {
+                source: source.to_owned(),
+                outcome: outcome.as_str(),
+            })
+            .inc();
+        let labels = SourceLabels {
+            source: source.to_owned(),
+        };
+        self.poll_duration
+            .get_or_create(&labels)
+            .observe(elapsed.as_secs_f64());
+        if malformed > 0 {
+            self.malformed_lines
+                .get_or_create(&labels)
+                .inc_by(malformed as u64);
+        }
+    }
+
+    /// Count one gRPC request.
+    pub fn record_grpc(&self, method: &'static str, code: tonic::Code) {
+        self.grpc_requests
+            .get_or_create(&GrpcLabels {
+                method,
+                code: code_name(code),
+            })
+            .inc();
+    }
+}
+
+fn component_labels(labels: &TriggerLabels, component: &'static str) -> ComponentLabels {
+    ComponentLabels {
+        namespace: labels.namespace.clone(),
+        name: labels.name.clone(),
+        metric: labels.metric.clone(),
+        component,
+    }
+}
+
+/// gRPC status code names as in the gRPC spec (`OK`, `UNAVAILABLE`, …).
+pub fn code_name(code: tonic::Code) -> &'static str {
+    use tonic::Code::*;
+    match code {
+        Ok => "OK",
+        Cancelled => "CANCELLED",
+        Unknown => "UNKNOWN",
+        InvalidArgument => "INVALID_ARGUMENT",
+        DeadlineExceeded => "DEADLINE_EXCEEDED",
+        NotFound => "NOT_FOUND",
+        AlreadyExists => "ALREADY_EXISTS",
+        PermissionDenied => "PERMISSION_DENIED",
+        ResourceExhausted => "RESOURCE_EXHAUSTED",
+        FailedPrecondition => "FAILED_PRECONDITION",
+        Aborted => "ABORTED",
+        OutOfRange => "OUT_OF_RANGE",
+        Unimplemented => "UNIMPLEMENTED",
+        Internal => "INTERNAL",
+        Unavailable => "UNAVAILABLE",
+        DataLoss => "DATA_LOSS",
+        Unauthenticated => "UNAUTHENTICATED",
+    }
+}

@@ -1,0 +1,100 @@
+//! Shared helpers for the integration tests: a scaler on free loopback
+//! ports, fake vLLM pods, and a tonic client generated from our proto.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use backlog_scaler::config::ScalerConfig;
+use backlog_scaler::exporter::{FakeVllmPod, ModelLoad};
+use backlog_scaler::proto::external_scaler_client::ExternalScalerClient;
+use backlog_scaler::proto::{GetMetricsRequest, ScaledObjectRef};
+use backlog_scaler::server::{RunningServer, ServerOptions};
+use tonic::transport::Channel;
+
+pub const MODEL: &str = "meta-llama/Llama-3.1-8B-Instruct";
+
+pub async fn start_server(config: ScalerConfig) -> RunningServer {
+    RunningServer::start(ServerOptions {
+        grpc_addr: "127.0.0.1:0".parse().expect("addr"),
+        http_addr: "127.0.0.1:0".parse().expect("addr"),
+        config,
+    })
+    .await
+    .expect("server starts")
+}
+
+pub async fn client(server: &RunningServer) -> ExternalScalerClient<Channel> {
+    let channel = Channel::from_shared(format!("http://{}", server.grpc_addr))
+        .expect("uri")
+        .connect()
+        .await
+        .expect("connects");
+    ExternalScalerClient::new(channel)
+}
+
+/// Start pods with the given (waiting, running) loads for MODEL.
+pub async fn pods(loads: &[(f64, f64)]) -> Vec<FakeVllmPod> {
+    let mut pods = Vec::new();
+    for &(waiting, running) in loads {
+        let pod = FakeVllmPod::start().await.expect("pod starts");
+        set(&pod, waiting, running);
+        pods.push(pod);
+    }
+    pods
+}
+
+pub fn set(pod: &FakeVllmPod, waiting: f64, running: f64) {
+    pod.set_load(
+        MODEL,
+        ModelLoad {
+            waiting,
+            running,
+            kv_cache_usage: 0.5,
+        },
+    );
+}
+
+pub fn targets(pods: &[FakeVllmPod]) -> String {
+    pods.iter().map(|p| p.metrics_url()).collect::<Vec<_>>().join(",")
+}
+
+pub fn object(name: &str, metadata: &[(&str, &str)]) -> ScaledObjectRef {
+    ScaledObjectRef {
+        name: name.to_owned(),
+        namespace: "default".to_owned(),
+        scaler_metadata: metadata
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect::<HashMap<_, _>>(),
+    }
+}
+
+pub fn metrics_request(object: &ScaledObjectRef, metric_name: &str) -> GetMetricsRequest {
+    GetMetricsRequest {
+        scaled_object_ref: Some(object.clone()),
+        metric_name: metric_name.to_owned(),
+    }
+}
+
+/// Poll `f` every 50 ms until it returns Some or `timeout` passes.
+pub async fn eventually<T, F, Fut>(timeout: Duration, mut f: F) -> Option<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if let Some(v) = f().await {
+            return Some(v);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    None
+}
+
+pub async fn http_get(url: &str) -> (u16, String) {
+    let response = reqwest::get(url).await.expect("admin reachable");
+    let status = response.status().as_u16();
+    (status, response.text().await.expect("body"))
+}
