@@ -79,7 +79,12 @@ async fn explain(State(state): State<AdminState>, Query(filter): Query<ExplainQu
         .cache
         .entries()
         .iter()
-        .filter(|e| filter.namespace.as_ref().is_none_or(|ns| *ns == e.namespace))
+        .filter(|e| {
+            filter
+                .namespace
+                .as_ref()
+                .is_none_or(|ns| *ns == e.namespace)
+        })
         .filter(|e| filter.name.as_ref().is_none_or(|n| *n == e.name))
         .map(|e| TriggerExplain::of(e, now))
         .collect();

@@ -288,7 +288,11 @@ pub struct DecisionCache {
 
 impl DecisionCache {
     /// An empty cache.
-    pub fn new(pollers: PollerRegistry, telemetry: Arc<Telemetry>, settings: CacheSettings) -> DecisionCache {
+    pub fn new(
+        pollers: PollerRegistry,
+        telemetry: Arc<Telemetry>,
+        settings: CacheSettings,
+    ) -> DecisionCache {
         DecisionCache {
             triggers: RwLock::new(HashMap::new()),
             pollers,
@@ -324,9 +328,8 @@ impl DecisionCache {
             entry.touch();
             return Ok(entry.clone());
         }
-        let spec = TriggerSpec::from_metadata(
-            key.metadata.iter().map(|(k, v)| (k.as_str(), v.as_str())),
-        )?;
+        let spec =
+            TriggerSpec::from_metadata(key.metadata.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
         let mut triggers = self.triggers.write().unwrap_or_else(|e| e.into_inner());
         // Another call may have registered it while we parsed.
         if let Some(entry) = triggers.get(&key) {
@@ -391,7 +394,11 @@ impl DecisionCache {
         let triggers = self.triggers.read().unwrap_or_else(|e| e.into_inner());
         let mut entries: Vec<_> = triggers.values().cloned().collect();
         entries.sort_by(|a, b| {
-            (&a.namespace, &a.name, &a.spec.metric_name).cmp(&(&b.namespace, &b.name, &b.spec.metric_name))
+            (&a.namespace, &a.name, &a.spec.metric_name).cmp(&(
+                &b.namespace,
+                &b.name,
+                &b.spec.metric_name,
+            ))
         });
         entries
     }
@@ -415,7 +422,8 @@ impl DecisionCache {
 
     /// Run [`Self::sweep_idle`] periodically until `shutdown` fires.
     pub async fn run_janitor(self: Arc<Self>, shutdown: tokio_util::sync::CancellationToken) {
-        let period = (self.settings.idle_timeout / 10).clamp(Duration::from_millis(100), Duration::from_secs(30));
+        let period = (self.settings.idle_timeout / 10)
+            .clamp(Duration::from_millis(100), Duration::from_secs(30));
         let mut ticker = tokio::time::interval(period);
         loop {
             tokio::select! {
@@ -576,11 +584,18 @@ mod tests {
         };
         let held = evaluate(&spec(), report(state.clone()), t0 + Duration::from_secs(5));
         assert!(held.degraded);
-        assert_eq!(held.decision_at(t0 + Duration::from_secs(5)).expect("held").backlog, 10.0);
+        assert_eq!(
+            held.decision_at(t0 + Duration::from_secs(5))
+                .expect("held")
+                .backlog,
+            10.0
+        );
         // The held value expires at max age even if nobody re-evaluates.
         assert!(held.decision_at(t0 + Duration::from_secs(16)).is_err());
         let lost = evaluate(&spec(), report(state), t0 + Duration::from_secs(16));
-        let err = lost.decision_at(t0 + Duration::from_secs(16)).expect_err("stale");
+        let err = lost
+            .decision_at(t0 + Duration::from_secs(16))
+            .expect_err("stale");
         assert!(err.0.contains("maxSignalAgeSeconds=15"), "{err}");
         assert!(err.0.contains("Connection refused"), "{err}");
     }

@@ -41,7 +41,9 @@ pub fn find_triggers(text: &str) -> Result<Vec<FoundTrigger>, String> {
         };
         match &value {
             Value::Null => {}
-            Value::Mapping(map) if map.get("kind").and_then(Value::as_str) == Some("ScaledObject") => {
+            Value::Mapping(map)
+                if map.get("kind").and_then(Value::as_str) == Some("ScaledObject") =>
+            {
                 let triggers = value
                     .get("spec")
                     .and_then(|s| s.get("triggers"))
@@ -73,7 +75,10 @@ pub fn find_triggers(text: &str) -> Result<Vec<FoundTrigger>, String> {
         }
     }
     if found.is_empty() {
-        return Err("no trigger metadata found (expected a map, or a ScaledObject with external triggers)".to_owned());
+        return Err(
+            "no trigger metadata found (expected a map, or a ScaledObject with external triggers)"
+                .to_owned(),
+        );
     }
     Ok(found)
 }
@@ -110,7 +115,9 @@ fn string_map(value: &Value, origin: &str) -> Result<Vec<(String, String)>, Stri
 pub async fn check_trigger(found: &FoundTrigger, ctx: &SourceContext) -> Result<String, String> {
     let mut out = String::new();
     let _ = writeln!(out, "{}:", found.origin);
-    let spec = match TriggerSpec::from_metadata(found.metadata.iter().map(|(k, v)| (k.as_str(), v.as_str()))) {
+    let spec = match TriggerSpec::from_metadata(
+        found.metadata.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+    ) {
         Ok(spec) => spec,
         Err(errors) => {
             for error in &errors.0 {
@@ -139,10 +146,18 @@ pub async fn check_trigger(found: &FoundTrigger, ctx: &SourceContext) -> Result<
             Ok(Reading::Engine(reading)) => {
                 let _ = writeln!(out, "  source {source}: ok, {} pod(s)", reading.pods.len());
                 for pod in &reading.pods {
-                    let _ = writeln!(out, "    {}  waiting={} running={}", pod.target, pod.waiting, pod.running);
+                    let _ = writeln!(
+                        out,
+                        "    {}  waiting={} running={}",
+                        pod.target, pod.waiting, pod.running
+                    );
                 }
                 if reading.malformed_lines > 0 {
-                    let _ = writeln!(out, "    warning: {} malformed line(s) skipped", reading.malformed_lines);
+                    let _ = writeln!(
+                        out,
+                        "    warning: {} malformed line(s) skipped",
+                        reading.malformed_lines
+                    );
                 }
                 signals.waiting += reading.waiting();
                 signals.running += reading.running();
@@ -163,7 +178,11 @@ pub async fn check_trigger(found: &FoundTrigger, ctx: &SourceContext) -> Result<
         return Err(out);
     }
     let decision = fusion::fuse(&spec.fusion, &signals);
-    let _ = writeln!(out, "  {}", formula(&spec.fusion, &decision.components, decision.backlog));
+    let _ = writeln!(
+        out,
+        "  {}",
+        formula(&spec.fusion, &decision.components, decision.backlog)
+    );
     let _ = writeln!(
         out,
         "  would answer: GetMetrics {}={}  IsActive={}  (desired replicas ceil(B/T) = {})",
@@ -206,7 +225,11 @@ pub async fn run(path: &Path, config: &ScalerConfig) -> ExitCode {
             }
         }
     }
-    if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
 }
 
 #[cfg(test)]
@@ -215,11 +238,21 @@ mod tests {
 
     #[test]
     fn reads_a_plain_map_with_yaml_scalars() {
-        let found = find_triggers("vllmTargets: http://a:1/metrics\ntargetBacklogPerReplica: 10\nenableTLS: false\n")
-            .expect("valid");
+        let found = find_triggers(
+            "vllmTargets: http://a:1/metrics\ntargetBacklogPerReplica: 10\nenableTLS: false\n",
+        )
+        .expect("valid");
         assert_eq!(found.len(), 1);
-        assert!(found[0].metadata.contains(&("targetBacklogPerReplica".into(), "10".into())));
-        assert!(found[0].metadata.contains(&("enableTLS".into(), "false".into())));
+        assert!(
+            found[0]
+                .metadata
+                .contains(&("targetBacklogPerReplica".into(), "10".into()))
+        );
+        assert!(
+            found[0]
+                .metadata
+                .contains(&("enableTLS".into(), "false".into()))
+        );
     }
 
     #[test]
@@ -246,7 +279,11 @@ spec:
 
     #[test]
     fn rejects_non_scalar_values_and_empty_input() {
-        assert!(find_triggers("vllmTargets: [a, b]\n").expect_err("list").contains("vllmTargets"));
+        assert!(
+            find_triggers("vllmTargets: [a, b]\n")
+                .expect_err("list")
+                .contains("vllmTargets")
+        );
         assert!(find_triggers("").is_err());
     }
 }

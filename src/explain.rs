@@ -83,7 +83,9 @@ pub struct SourceExplain {
 }
 
 fn unix(t: SystemTime) -> f64 {
-    t.duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
 }
 
 /// The formula with numbers, e.g. `B = W + T·R/C = 45 + 10·94/32 = 74.375`.
@@ -140,7 +142,11 @@ impl TriggerExplain {
         };
         match evaluation.decision_at(now) {
             Ok(decision) => {
-                explain.state = if evaluation.degraded { "degraded" } else { "ok" };
+                explain.state = if evaluation.degraded {
+                    "degraded"
+                } else {
+                    "ok"
+                };
                 if evaluation.degraded {
                     explain.reason = Some(
                         "a source is failing; its last good reading is held until maxSignalAgeSeconds"
@@ -150,7 +156,11 @@ impl TriggerExplain {
                 explain.value = Some(decision.backlog);
                 explain.active = Some(decision.active);
                 explain.desired_replicas = Some(decision.desired_replicas);
-                explain.formula = Some(formula(&spec.fusion, &decision.components, decision.backlog));
+                explain.formula = Some(formula(
+                    &spec.fusion,
+                    &decision.components,
+                    decision.backlog,
+                ));
                 explain.components = Some(decision.components);
                 if let Status::Ready { valid_until, .. } = &evaluation.status {
                     explain.valid_for_seconds =

@@ -196,10 +196,7 @@ async fn poll_loop(
             Err(error) => {
                 telemetry.record_poll(&label, error.outcome(), elapsed, 0);
                 // Log the first failure and changes of reason, not every poll.
-                let reason_changed = state
-                    .last_failure
-                    .as_ref()
-                    .is_none_or(|f| f.value != error);
+                let reason_changed = state.last_failure.as_ref().is_none_or(|f| f.value != error);
                 if !state.failing() || reason_changed {
                     tracing::warn!(source = %label, outcome = error.outcome().as_str(), error = %error, "source read failed");
                 }
@@ -243,7 +240,10 @@ mod tests {
     fn retry_backs_off_within_the_interval() {
         let interval = Duration::from_secs(5);
         let first = retry_delay(1, interval, "s");
-        assert!(first >= Duration::from_millis(187) && first <= Duration::from_millis(313), "{first:?}");
+        assert!(
+            first >= Duration::from_millis(187) && first <= Duration::from_millis(313),
+            "{first:?}"
+        );
         for failures in 1..40 {
             assert!(retry_delay(failures, interval, "s") <= interval);
         }
@@ -253,6 +253,9 @@ mod tests {
     #[test]
     fn read_timeout_is_below_the_interval() {
         assert_eq!(read_timeout(Duration::from_secs(5)), Duration::from_secs(4));
-        assert_eq!(read_timeout(Duration::from_secs(60)), Duration::from_secs(10));
+        assert_eq!(
+            read_timeout(Duration::from_secs(60)),
+            Duration::from_secs(10)
+        );
     }
 }

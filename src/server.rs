@@ -183,7 +183,11 @@ async fn bind(what: &'static str, addr: SocketAddr) -> Result<TcpListener, Start
         .map_err(|source| StartError::Bind { what, addr, source })
 }
 
-fn local_addr(what: &'static str, addr: SocketAddr, listener: &TcpListener) -> Result<SocketAddr, StartError> {
+fn local_addr(
+    what: &'static str,
+    addr: SocketAddr,
+    listener: &TcpListener,
+) -> Result<SocketAddr, StartError> {
     listener
         .local_addr()
         .map_err(|source| StartError::Bind { what, addr, source })

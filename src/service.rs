@@ -35,7 +35,11 @@ pub struct ScalerService {
 impl ScalerService {
     /// A service answering from `cache`; open streams end (with OK) when
     /// `shutdown` fires.
-    pub fn new(cache: Arc<DecisionCache>, telemetry: Arc<Telemetry>, shutdown: CancellationToken) -> Self {
+    pub fn new(
+        cache: Arc<DecisionCache>,
+        telemetry: Arc<Telemetry>,
+        shutdown: CancellationToken,
+    ) -> Self {
         ScalerService {
             cache,
             telemetry,
@@ -70,7 +74,11 @@ impl ScalerService {
             })
     }
 
-    fn finish<T>(&self, method: &'static str, result: Result<T, ScalerError>) -> Result<Response<T>, Status> {
+    fn finish<T>(
+        &self,
+        method: &'static str,
+        result: Result<T, ScalerError>,
+    ) -> Result<Response<T>, Status> {
         let result = result.map(Response::new).map_err(Status::from);
         let code = match &result {
             Ok(_) => tonic::Code::Ok,
@@ -85,7 +93,10 @@ impl ScalerService {
         result
     }
 
-    async fn get_metric_spec_inner(&self, object: ScaledObjectRef) -> Result<GetMetricSpecResponse, ScalerError> {
+    async fn get_metric_spec_inner(
+        &self,
+        object: ScaledObjectRef,
+    ) -> Result<GetMetricSpecResponse, ScalerError> {
         let entry = self.entry(object)?;
         let target = entry.spec.fusion.target_per_replica;
         Ok(GetMetricSpecResponse {
@@ -98,7 +109,10 @@ impl ScalerService {
         })
     }
 
-    async fn get_metrics_inner(&self, request: GetMetricsRequest) -> Result<GetMetricsResponse, ScalerError> {
+    async fn get_metrics_inner(
+        &self,
+        request: GetMetricsRequest,
+    ) -> Result<GetMetricsResponse, ScalerError> {
         let object = request.scaled_object_ref.ok_or(ScalerError::MissingRef)?;
         let entry = self.entry(object)?;
         let served = &entry.spec.metric_name;
@@ -122,7 +136,10 @@ impl ScalerService {
         })
     }
 
-    async fn is_active_inner(&self, object: ScaledObjectRef) -> Result<IsActiveResponse, ScalerError> {
+    async fn is_active_inner(
+        &self,
+        object: ScaledObjectRef,
+    ) -> Result<IsActiveResponse, ScalerError> {
         let entry = self.entry(object)?;
         let decision = self.decision(&entry).await?;
         Ok(IsActiveResponse {
@@ -134,14 +151,20 @@ impl ScalerService {
 /// `Some(active)` for a valid decision, `None` when unknown (pending or
 /// unavailable): an unknown state is neither an edge up nor down.
 fn activity(evaluation: &Evaluation) -> Option<bool> {
-    evaluation.decision_at(Instant::now()).ok().map(|d| d.active)
+    evaluation
+        .decision_at(Instant::now())
+        .ok()
+        .map(|d| d.active)
 }
 
 type ActivityStream = Pin<Box<dyn Stream<Item = Result<IsActiveResponse, Status>> + Send>>;
 
 #[tonic::async_trait]
 impl ExternalScaler for ScalerService {
-    async fn is_active(&self, request: Request<ScaledObjectRef>) -> Result<Response<IsActiveResponse>, Status> {
+    async fn is_active(
+        &self,
+        request: Request<ScaledObjectRef>,
+    ) -> Result<Response<IsActiveResponse>, Status> {
         let result = self.is_active_inner(request.into_inner()).await;
         self.finish("IsActive", result)
     }
@@ -160,7 +183,8 @@ impl ExternalScaler for ScalerService {
             Ok(entry) => entry,
             Err(error) => return self.finish("StreamIsActive", Err(error)),
         };
-        self.telemetry.record_grpc("StreamIsActive", tonic::Code::Ok);
+        self.telemetry
+            .record_grpc("StreamIsActive", tonic::Code::Ok);
         let (tx, rx) = mpsc::channel(4);
         let shutdown = self.shutdown.clone();
         tokio::spawn(async move {
@@ -169,7 +193,11 @@ impl ExternalScaler for ScalerService {
             let first = evaluations.borrow_and_update().clone();
             if activity(&first) == Some(true) {
                 was_active = true;
-                if tx.send(Ok(IsActiveResponse { result: true })).await.is_err() {
+                if tx
+                    .send(Ok(IsActiveResponse { result: true }))
+                    .await
+                    .is_err()
+                {
                     return;
                 }
             }
@@ -209,7 +237,10 @@ impl ExternalScaler for ScalerService {
         self.finish("GetMetricSpec", result)
     }
 
-    async fn get_metrics(&self, request: Request<GetMetricsRequest>) -> Result<Response<GetMetricsResponse>, Status> {
+    async fn get_metrics(
+        &self,
+        request: Request<GetMetricsRequest>,
+    ) -> Result<Response<GetMetricsResponse>, Status> {
         let result = self.get_metrics_inner(request.into_inner()).await;
         self.finish("GetMetrics", result)
     }

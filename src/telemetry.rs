@@ -122,13 +122,21 @@ impl Telemetry {
             grpc_requests: Family::default(),
             registry: Registry::default(),
         };
-        registry.register("backlog", "Fused backlog-equivalent value B per trigger", t.backlog.clone());
+        registry.register(
+            "backlog",
+            "Fused backlog-equivalent value B per trigger",
+            t.backlog.clone(),
+        );
         registry.register(
             "backlog_component",
             "Each term of the fused value: waiting, running, running_term, demand",
             t.component.clone(),
         );
-        registry.register("desired_replicas", "ceil(B / targetBacklogPerReplica)", t.desired_replicas.clone());
+        registry.register(
+            "desired_replicas",
+            "ceil(B / targetBacklogPerReplica)",
+            t.desired_replicas.clone(),
+        );
         registry.register("active", "1 when B > activationBacklog", t.active.clone());
         registry.register(
             "replicas_reporting",
@@ -146,7 +154,11 @@ impl Telemetry {
             t.degraded.clone(),
         );
         registry.register("triggers", "Triggers currently tracked", t.triggers.clone());
-        registry.register("pollers", "Distinct sources currently polled", t.pollers.clone());
+        registry.register(
+            "pollers",
+            "Distinct sources currently polled",
+            t.pollers.clone(),
+        );
         registry.register("polls", "Polls by source and outcome", t.polls.clone());
         registry.register(
             "poll_duration_seconds",
@@ -192,7 +204,9 @@ impl Telemetry {
         self.desired_replicas
             .get_or_create(labels)
             .set(i64::try_from(decision.desired_replicas).unwrap_or(i64::MAX));
-        self.active.get_or_create(labels).set(i64::from(decision.active));
+        self.active
+            .get_or_create(labels)
+            .set(i64::from(decision.active));
         self.replicas_reporting
             .get_or_create(labels)
             .set(i64::try_from(c.replicas_reporting).unwrap_or(i64::MAX));
@@ -236,7 +250,13 @@ impl Telemetry {
     }
 
     /// Count one poll.
-    pub fn record_poll(&self, source: &str, outcome: PollOutcome, elapsed: Duration, malformed: usize) {
+    pub fn record_poll(
+        &self,
+        source: &str,
+        outcome: PollOutcome,
+        elapsed: Duration,
+        malformed: usize,
+    ) {
         self.polls
             .get_or_create(&PollLabels {
                 source: source.to_owned(),

@@ -183,7 +183,8 @@ impl TriggerSpec {
         }
 
         let target = required_positive(&folded, keys::TARGET_BACKLOG_PER_REPLICA, &mut errors);
-        let running_per_replica = optional_positive(&folded, keys::RUNNING_PER_REPLICA, &mut errors);
+        let running_per_replica =
+            optional_positive(&folded, keys::RUNNING_PER_REPLICA, &mut errors);
         let activation_backlog =
             optional_non_negative(&folded, keys::ACTIVATION_BACKLOG, &mut errors).unwrap_or(0.0);
         let poll_interval = poll_interval(&folded, &mut errors);
@@ -223,11 +224,12 @@ fn nearest_key(key: &str) -> Option<&'static str> {
         .map(|k| {
             let valid = k.to_ascii_lowercase();
             // A truncated key (`targetBacklog`) is as likely as a typo.
-            let distance = if lower.len() >= 4 && (valid.starts_with(&lower) || lower.starts_with(&valid)) {
-                1
-            } else {
-                strsim::damerau_levenshtein(&lower, &valid)
-            };
+            let distance =
+                if lower.len() >= 4 && (valid.starts_with(&lower) || lower.starts_with(&valid)) {
+                    1
+                } else {
+                    strsim::damerau_levenshtein(&lower, &valid)
+                };
             (*k, distance)
         })
         .filter(|(k, distance)| *distance <= (k.len() / 3).max(2))
@@ -281,7 +283,13 @@ fn optional_positive(
     key: &'static str,
     errors: &mut Vec<MetadataError>,
 ) -> Option<f64> {
-    parse_number(md, key, |v| v > 0.0, "a number greater than 0, e.g. `32`", errors)
+    parse_number(
+        md,
+        key,
+        |v| v > 0.0,
+        "a number greater than 0, e.g. `32`",
+        errors,
+    )
 }
 
 fn optional_non_negative(
@@ -289,7 +297,13 @@ fn optional_non_negative(
     key: &'static str,
     errors: &mut Vec<MetadataError>,
 ) -> Option<f64> {
-    parse_number(md, key, |v| v >= 0.0, "a number ≥ 0, e.g. `0` or `2.5`", errors)
+    parse_number(
+        md,
+        key,
+        |v| v >= 0.0,
+        "a number ≥ 0, e.g. `0` or `2.5`",
+        errors,
+    )
 }
 
 fn whole_seconds(
@@ -474,7 +488,8 @@ mod tests {
 
     #[test]
     fn bad_values_name_the_key_the_value_and_what_is_allowed() {
-        let cases: &[(&[(&str, &str)], &[&str])] = &[
+        type Case<'a> = (&'a [(&'a str, &'a str)], &'a [&'a str]);
+        let cases: &[Case] = &[
             (
                 &[("vllmTargets", "http://a:1/metrics")],
                 &["targetBacklogPerReplica", "required", "greater than 0"],
@@ -501,11 +516,17 @@ mod tests {
                 &["targetBacklogPerReplica", "`NaN`"],
             ),
             (
-                &[("vllmTargets", "http:///metrics"), ("targetBacklogPerReplica", "10")],
+                &[
+                    ("vllmTargets", "http:///metrics"),
+                    ("targetBacklogPerReplica", "10"),
+                ],
                 &["vllmTargets", "http:///metrics", "host"],
             ),
             (
-                &[("vllmTargets", "ftp://a/metrics"), ("targetBacklogPerReplica", "10")],
+                &[
+                    ("vllmTargets", "ftp://a/metrics"),
+                    ("targetBacklogPerReplica", "10"),
+                ],
                 &["vllmTargets", "ftp://a/metrics", "http"],
             ),
             (

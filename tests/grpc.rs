@@ -27,10 +27,17 @@ async fn spec_metrics_and_activity_follow_the_formula() {
         ],
     );
 
-    let spec = client.get_metric_spec(object.clone()).await.expect("spec").into_inner();
+    let spec = client
+        .get_metric_spec(object.clone())
+        .await
+        .expect("spec")
+        .into_inner();
     assert_eq!(spec.metric_specs.len(), 1);
     let metric = &spec.metric_specs[0];
-    assert_eq!(metric.metric_name, "backlog-meta-llama-llama-3-1-8b-instruct");
+    assert_eq!(
+        metric.metric_name,
+        "backlog-meta-llama-llama-3-1-8b-instruct"
+    );
     assert_eq!((metric.target_size, metric.target_size_float), (10, 10.0));
 
     // B = 45 + 10·94/32 = 74.375
@@ -42,7 +49,14 @@ async fn spec_metrics_and_activity_follow_the_formula() {
     assert_eq!(values.metric_values.len(), 1);
     assert_eq!(values.metric_values[0].metric_value_float, 74.375);
     assert_eq!(values.metric_values[0].metric_value, 75);
-    assert!(client.is_active(object.clone()).await.expect("active").into_inner().result);
+    assert!(
+        client
+            .is_active(object.clone())
+            .await
+            .expect("active")
+            .into_inner()
+            .result
+    );
 
     // KEDA may send the name in another case.
     let upper = metric.metric_name.to_uppercase();
@@ -58,7 +72,11 @@ async fn spec_metrics_and_activity_follow_the_formula() {
         .await
         .expect_err("unknown metric");
     assert_eq!(wrong.code(), Code::NotFound);
-    assert!(wrong.message().contains("something-else"), "{}", wrong.message());
+    assert!(
+        wrong.message().contains("something-else"),
+        "{}",
+        wrong.message()
+    );
 
     // An idle fleet is a measured zero: inactive, value 0.
     for pod in &pods {
@@ -69,13 +87,24 @@ async fn spec_metrics_and_activity_follow_the_formula() {
         let object = object.clone();
         let name = metric.metric_name.clone();
         async move {
-            let v = client.get_metrics(metrics_request(&object, &name)).await.ok()?.into_inner();
+            let v = client
+                .get_metrics(metrics_request(&object, &name))
+                .await
+                .ok()?
+                .into_inner();
             (v.metric_values[0].metric_value_float == 0.0).then_some(())
         }
     })
     .await;
     assert!(zero.is_some(), "value never dropped to the measured 0");
-    assert!(!client.is_active(object).await.expect("inactive").into_inner().result);
+    assert!(
+        !client
+            .is_active(object)
+            .await
+            .expect("inactive")
+            .into_inner()
+            .result
+    );
     server.shutdown().await;
 }
 
@@ -84,8 +113,12 @@ async fn bad_metadata_is_invalid_argument_naming_the_key() {
     let server = start_server(ScalerConfig::default()).await;
     let mut client = client(&server).await;
     let url = "http://127.0.0.1:1/metrics";
-    let cases: Vec<(Vec<(&str, &str)>, Vec<&str>)> = vec![
-        (vec![("vllmTargets", url)], vec!["targetBacklogPerReplica", "required"]),
+    type Case<'a> = (Vec<(&'a str, &'a str)>, Vec<&'a str>);
+    let cases: Vec<Case> = vec![
+        (
+            vec![("vllmTargets", url)],
+            vec!["targetBacklogPerReplica", "required"],
+        ),
         (
             vec![("vllmTargets", url), ("targetBacklogPerReplica", "-1")],
             vec!["targetBacklogPerReplica", "-1", "greater than 0"],
@@ -95,25 +128,46 @@ async fn bad_metadata_is_invalid_argument_naming_the_key() {
             vec!["targetBacklogPerReplica", "abc"],
         ),
         (
-            vec![("vllmTargets", url), ("targetBacklogPerReplica", "10"), ("targetBacklog", "10")],
+            vec![
+                ("vllmTargets", url),
+                ("targetBacklogPerReplica", "10"),
+                ("targetBacklog", "10"),
+            ],
             vec!["unknown metadata key `targetBacklog`", "did you mean"],
         ),
         (
-            vec![("vllmTargets", "http:///metrics"), ("targetBacklogPerReplica", "10")],
+            vec![
+                ("vllmTargets", "http:///metrics"),
+                ("targetBacklogPerReplica", "10"),
+            ],
             vec!["vllmTargets", "no host"],
         ),
     ];
     for (metadata, needles) in cases {
         let object = object("bad", &metadata);
         let statuses = [
-            client.get_metric_spec(object.clone()).await.expect_err("spec"),
-            client.get_metrics(metrics_request(&object, "backlog")).await.expect_err("metrics"),
+            client
+                .get_metric_spec(object.clone())
+                .await
+                .expect_err("spec"),
+            client
+                .get_metrics(metrics_request(&object, "backlog"))
+                .await
+                .expect_err("metrics"),
             client.is_active(object.clone()).await.expect_err("active"),
         ];
         for status in statuses {
-            assert_eq!(status.code(), Code::InvalidArgument, "{metadata:?}: {status:?}");
+            assert_eq!(
+                status.code(),
+                Code::InvalidArgument,
+                "{metadata:?}: {status:?}"
+            );
             for needle in &needles {
-                assert!(status.message().contains(needle), "{:?} lacks {needle:?}", status.message());
+                assert!(
+                    status.message().contains(needle),
+                    "{:?} lacks {needle:?}",
+                    status.message()
+                );
             }
         }
     }
@@ -135,11 +189,17 @@ async fn lost_signal_holds_then_answers_unavailable_never_zero_and_recovers() {
             ("maxSignalAgeSeconds", "3"),
         ],
     );
-    let value = |client: &mut backlog_scaler::proto::external_scaler_client::ExternalScalerClient<_>| {
-        let request = metrics_request(&object, "backlog");
-        let mut client = client.clone();
-        async move { client.get_metrics(request).await.map(|r| r.into_inner().metric_values[0].metric_value_float) }
-    };
+    let value =
+        |client: &mut backlog_scaler::proto::external_scaler_client::ExternalScalerClient<_>| {
+            let request = metrics_request(&object, "backlog");
+            let mut client = client.clone();
+            async move {
+                client
+                    .get_metrics(request)
+                    .await
+                    .map(|r| r.into_inner().metric_values[0].metric_value_float)
+            }
+        };
     assert_eq!(value(&mut client).await.expect("first value"), 12.0);
 
     pods[0].stop().await;
@@ -149,15 +209,32 @@ async fn lost_signal_holds_then_answers_unavailable_never_zero_and_recovers() {
     while stopped_at.elapsed() < Duration::from_secs(8) {
         match value(&mut client).await {
             Ok(v) => {
-                assert_eq!(v, 12.0, "a lost signal must hold its last good value, not read as {v}");
-                assert!(saw_unavailable.is_none(), "a value came back after UNAVAILABLE with the pod down");
+                assert_eq!(
+                    v, 12.0,
+                    "a lost signal must hold its last good value, not read as {v}"
+                );
+                assert!(
+                    saw_unavailable.is_none(),
+                    "a value came back after UNAVAILABLE with the pod down"
+                );
             }
             Err(status) => {
                 assert_eq!(status.code(), Code::Unavailable, "{status:?}");
-                assert!(status.message().contains("maxSignalAgeSeconds=3"), "{}", status.message());
-                assert!(status.message().contains("failsafe"), "{}", status.message());
+                assert!(
+                    status.message().contains("maxSignalAgeSeconds=3"),
+                    "{}",
+                    status.message()
+                );
+                assert!(
+                    status.message().contains("failsafe"),
+                    "{}",
+                    status.message()
+                );
                 saw_unavailable.get_or_insert(stopped_at.elapsed());
-                let active = client.is_active(object.clone()).await.expect_err("IsActive too");
+                let active = client
+                    .is_active(object.clone())
+                    .await
+                    .expect_err("IsActive too");
                 assert_eq!(active.code(), Code::Unavailable);
             }
         }
@@ -165,11 +242,20 @@ async fn lost_signal_holds_then_answers_unavailable_never_zero_and_recovers() {
     }
     let after = saw_unavailable.expect("UNAVAILABLE once maxSignalAgeSeconds passed");
     // The last good reading was at most one interval old when the pod stopped.
-    assert!(after >= Duration::from_secs(2), "UNAVAILABLE too early: {after:?}");
-    assert!(after <= Duration::from_millis(4500), "UNAVAILABLE too late: {after:?}");
+    assert!(
+        after >= Duration::from_secs(2),
+        "UNAVAILABLE too early: {after:?}"
+    );
+    assert!(
+        after <= Duration::from_millis(4500),
+        "UNAVAILABLE too late: {after:?}"
+    );
 
     // GetMetricSpec never depends on the source.
-    client.get_metric_spec(object.clone()).await.expect("spec while down");
+    client
+        .get_metric_spec(object.clone())
+        .await
+        .expect("spec while down");
 
     set(&pods[0], 7.0, 0.0);
     pods[0].restart().await.expect("restart");
@@ -185,27 +271,42 @@ async fn lost_signal_holds_then_answers_unavailable_never_zero_and_recovers() {
 #[tokio::test]
 async fn malformed_upstream_data_is_unavailable_and_counted_not_zero() {
     let pods = pods(&[(3.0, 0.0)]).await;
-    pods[0].set_body_override(Some("<html><body>502 Bad Gateway</body></html>\n".to_owned()));
+    pods[0].set_body_override(Some(
+        "<html><body>502 Bad Gateway</body></html>\n".to_owned(),
+    ));
     let server = start_server(ScalerConfig::default()).await;
     let mut client = client(&server).await;
     let targets = targets(&pods);
-    let object = object("garbage", &[("vllmTargets", &targets), ("targetBacklogPerReplica", "10")]);
+    let object = object(
+        "garbage",
+        &[("vllmTargets", &targets), ("targetBacklogPerReplica", "10")],
+    );
     let status = client
         .get_metrics(metrics_request(&object, "backlog"))
         .await
         .expect_err("garbage is not a value");
     assert_eq!(status.code(), Code::Unavailable);
-    assert!(status.message().contains("no vllm:num_requests_waiting sample"), "{}", status.message());
+    assert!(
+        status
+            .message()
+            .contains("no vllm:num_requests_waiting sample"),
+        "{}",
+        status.message()
+    );
     let (_, metrics) = http_get(&format!("http://{}/metrics", server.http_addr)).await;
     assert!(metrics.contains("outcome=\"parse_error\""), "{metrics}");
-    assert!(metrics.contains("backlog_scaler_malformed_lines_total") || metrics.contains("parse_error"));
+    assert!(
+        metrics.contains("backlog_scaler_malformed_lines_total") || metrics.contains("parse_error")
+    );
     server.shutdown().await;
 }
 
 #[tokio::test]
 async fn cold_start_waits_for_the_first_reading_then_gives_up_within_budget() {
     // A target that accepts connections and never answers.
-    let hung = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let hung = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
     let hung_addr = hung.local_addr().expect("addr");
     let _keep = tokio::spawn(async move {
         let mut held = Vec::new();
@@ -217,7 +318,10 @@ async fn cold_start_waits_for_the_first_reading_then_gives_up_within_budget() {
     let server = start_server(config).await;
     let mut client = client(&server).await;
     let url = format!("http://{hung_addr}/metrics");
-    let cold = object("cold", &[("vllmTargets", &url), ("targetBacklogPerReplica", "10")]);
+    let cold = object(
+        "cold",
+        &[("vllmTargets", &url), ("targetBacklogPerReplica", "10")],
+    );
     let started = Instant::now();
     let status = client
         .get_metrics(metrics_request(&cold, "backlog"))
@@ -225,13 +329,23 @@ async fn cold_start_waits_for_the_first_reading_then_gives_up_within_budget() {
         .expect_err("no reading yet");
     let waited = started.elapsed();
     assert_eq!(status.code(), Code::Unavailable);
-    assert!(status.message().contains("cold-start budget"), "{}", status.message());
-    assert!(waited >= Duration::from_millis(650) && waited < Duration::from_millis(2000), "{waited:?}");
+    assert!(
+        status.message().contains("cold-start budget"),
+        "{}",
+        status.message()
+    );
+    assert!(
+        waited >= Duration::from_millis(650) && waited < Duration::from_millis(2000),
+        "{waited:?}"
+    );
 
     // A healthy new trigger answers within the budget on its first call.
     let pods = pods(&[(4.0, 0.0)]).await;
     let targets = targets(&pods);
-    let warm = object("warm", &[("vllmTargets", &targets), ("targetBacklogPerReplica", "10")]);
+    let warm = object(
+        "warm",
+        &[("vllmTargets", &targets), ("targetBacklogPerReplica", "10")],
+    );
     let v = client
         .get_metrics(metrics_request(&warm, "backlog"))
         .await
@@ -257,15 +371,32 @@ async fn stream_is_active_pushes_edges_within_one_poll_interval() {
         ],
     );
     // Warm the trigger so the stream starts from a known inactive state.
-    assert!(!client.is_active(object.clone()).await.expect("inactive").into_inner().result);
-    let mut stream = client.stream_is_active(object.clone()).await.expect("stream").into_inner();
+    assert!(
+        !client
+            .is_active(object.clone())
+            .await
+            .expect("inactive")
+            .into_inner()
+            .result
+    );
+    let mut stream = client
+        .stream_is_active(object.clone())
+        .await
+        .expect("stream")
+        .into_inner();
     let nothing = tokio::time::timeout(Duration::from_millis(1500), stream.next()).await;
-    assert!(nothing.is_err(), "an inactive trigger must not push: {nothing:?}");
+    assert!(
+        nothing.is_err(),
+        "an inactive trigger must not push: {nothing:?}"
+    );
 
     // W = 2 is not > activationBacklog 2; W = 3 is.
     set(&pods[0], 2.0, 0.0);
     let nothing = tokio::time::timeout(Duration::from_millis(1500), stream.next()).await;
-    assert!(nothing.is_err(), "B == activationBacklog is inactive: {nothing:?}");
+    assert!(
+        nothing.is_err(),
+        "B == activationBacklog is inactive: {nothing:?}"
+    );
     set(&pods[1], 1.0, 0.0);
     let raised = Instant::now();
     let message = tokio::time::timeout(Duration::from_secs(3), stream.next())
@@ -274,7 +405,11 @@ async fn stream_is_active_pushes_edges_within_one_poll_interval() {
         .expect("stream open")
         .expect("ok message");
     assert!(message.result);
-    assert!(raised.elapsed() <= Duration::from_millis(1500), "{:?}", raised.elapsed());
+    assert!(
+        raised.elapsed() <= Duration::from_millis(1500),
+        "{:?}",
+        raised.elapsed()
+    );
 
     // Staying active sends nothing more (repeated `true` resets KEDA's cooldown).
     let nothing = tokio::time::timeout(Duration::from_millis(1500), stream.next()).await;
@@ -293,7 +428,11 @@ async fn stream_is_active_pushes_edges_within_one_poll_interval() {
     assert!(again.result);
 
     // A new stream on an active trigger gets `true` at once.
-    let mut second = client.stream_is_active(object.clone()).await.expect("stream").into_inner();
+    let mut second = client
+        .stream_is_active(object.clone())
+        .await
+        .expect("stream")
+        .into_inner();
     let first = tokio::time::timeout(Duration::from_millis(500), second.next())
         .await
         .expect("immediate")
@@ -303,7 +442,9 @@ async fn stream_is_active_pushes_edges_within_one_poll_interval() {
 
     // Shutdown ends open streams with OK (KEDA then reconnects quickly).
     let shutdown = tokio::spawn(server.shutdown());
-    let end = tokio::time::timeout(Duration::from_secs(5), stream.next()).await.expect("stream ends");
+    let end = tokio::time::timeout(Duration::from_secs(5), stream.next())
+        .await
+        .expect("stream ends");
     assert!(end.is_none(), "stream must end cleanly (OK), got {end:?}");
     shutdown.await.expect("shutdown completes");
 }
@@ -315,22 +456,43 @@ async fn idle_triggers_are_dropped_unless_a_stream_holds_them() {
     let server = start_server(config).await;
     let mut client = client(&server).await;
     let targets = targets(&pods);
-    let held = object("held", &[("vllmTargets", &targets), ("targetBacklogPerReplica", "10")]);
-    let idle = object("idle", &[("vllmTargets", &targets), ("targetBacklogPerReplica", "10")]);
+    let held = object(
+        "held",
+        &[("vllmTargets", &targets), ("targetBacklogPerReplica", "10")],
+    );
+    let idle = object(
+        "idle",
+        &[("vllmTargets", &targets), ("targetBacklogPerReplica", "10")],
+    );
     client.get_metric_spec(idle.clone()).await.expect("spec");
-    let stream = client.stream_is_active(held.clone()).await.expect("stream").into_inner();
+    let stream = client
+        .stream_is_active(held.clone())
+        .await
+        .expect("stream")
+        .into_inner();
     assert_eq!(server.cache.entries().len(), 2);
 
     let dropped = eventually(Duration::from_secs(5), || async {
-        let names: Vec<_> = server.cache.entries().iter().map(|e| e.name.clone()).collect();
+        let names: Vec<_> = server
+            .cache
+            .entries()
+            .iter()
+            .map(|e| e.name.clone())
+            .collect();
         (names == ["held"]).then_some(())
     })
     .await;
-    assert!(dropped.is_some(), "the idle trigger is dropped, the streamed one kept");
+    assert!(
+        dropped.is_some(),
+        "the idle trigger is dropped, the streamed one kept"
+    );
 
     // The client goes away: the stream's hold ends and the trigger idles out.
     drop(stream);
-    let gone = eventually(Duration::from_secs(5), || async { server.cache.entries().is_empty().then_some(()) }).await;
+    let gone = eventually(Duration::from_secs(5), || async {
+        server.cache.entries().is_empty().then_some(())
+    })
+    .await;
     assert!(gone.is_some(), "trigger dropped after its stream closed");
     let (_, metrics) = http_get(&format!("http://{}/metrics", server.http_addr)).await;
     assert!(metrics.contains("backlog_scaler_triggers 0"), "{metrics}");
@@ -345,13 +507,26 @@ async fn shared_sources_are_polled_once() {
     let mut client = client(&server).await;
     let targets = targets(&pods);
     for name in ["a", "b", "c", "d"] {
-        let object = object(name, &[("vllmTargets", &targets), ("targetBacklogPerReplica", "10"), ("pollIntervalSeconds", "1")]);
-        client.get_metrics(metrics_request(&object, "backlog")).await.expect("value");
+        let object = object(
+            name,
+            &[
+                ("vllmTargets", &targets),
+                ("targetBacklogPerReplica", "10"),
+                ("pollIntervalSeconds", "1"),
+            ],
+        );
+        client
+            .get_metrics(metrics_request(&object, "backlog"))
+            .await
+            .expect("value");
     }
     assert_eq!(server.cache.entries().len(), 4);
     let before = pods[0].scrapes();
     tokio::time::sleep(Duration::from_millis(3100)).await;
     let scrapes = pods[0].scrapes() - before;
-    assert!((2..=4).contains(&scrapes), "4 triggers on one source at 1/s for 3 s: {scrapes} scrapes");
+    assert!(
+        (2..=4).contains(&scrapes),
+        "4 triggers on one source at 1/s for 3 s: {scrapes} scrapes"
+    );
     server.shutdown().await;
 }

@@ -88,7 +88,7 @@ fn write_python_repr(out: &mut String, v: f64) {
         if exp >= 0 {
             let int_len = exp as usize + 1;
             if digits.len() <= int_len {
-                out.push_str(&digits);
+                out.push_str(digits);
                 out.extend(std::iter::repeat_n('0', int_len - digits.len()));
                 out.push_str(".0");
             } else {
@@ -99,7 +99,7 @@ fn write_python_repr(out: &mut String, v: f64) {
         } else {
             out.push_str("0.");
             out.extend(std::iter::repeat_n('0', (-exp - 1) as usize));
-            out.push_str(&digits);
+            out.push_str(digits);
         }
     } else {
         out.push_str(&digits[..1]);
@@ -141,6 +141,8 @@ mod tests {
     }
 
     #[test]
+    // The tie cases are exact binary values written out in full on purpose.
+    #[allow(clippy::excessive_precision)]
     fn python_repr_edges_and_go_exponent_quirks() {
         let cases: &[(f64, &str)] = &[
             (-0.0, "-0.0"),
@@ -165,6 +167,11 @@ mod tests {
             (1_048_576.0, "1.048576e+06"),
             (1_000_000.5, "1.0000005e+06"),
             (100_000.25, "100000.25"),
+            // Exact ties between two shortest spellings: Python keeps the even last digit.
+            (1_819_666_288_299_395.25, "1.8196662882993952e+015"),
+            (-180_741_443_747_837.625, "-180741443747837.62"),
+            (5e-324, "5e-324"),
+            (1e22, "1e+22"),
         ];
         for (v, want) in cases {
             assert_eq!(format_float(*v), *want, "value {v:?}");

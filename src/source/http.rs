@@ -45,7 +45,9 @@ impl ScrapeTarget {
             return Err("the URL has no host".to_owned());
         }
         let mut url = Url::parse(rest).map_err(|e| {
-            format!("not a URL ({e}); expected http(s)://HOST:PORT/PATH or dns+http://NAME:PORT/PATH")
+            format!(
+                "not a URL ({e}); expected http(s)://HOST:PORT/PATH or dns+http://NAME:PORT/PATH"
+            )
         })?;
         if !matches!(url.scheme(), "http" | "https") {
             return Err("the scheme must be http or https (or dns+http, dns+https)".to_owned());
@@ -139,7 +141,10 @@ pub struct HttpScraper {
 
 impl HttpScraper {
     /// Build the client. `timeout` bounds connect plus the whole response.
-    pub fn new(timeout: Duration, max_response_bytes: usize) -> Result<HttpScraper, reqwest::Error> {
+    pub fn new(
+        timeout: Duration,
+        max_response_bytes: usize,
+    ) -> Result<HttpScraper, reqwest::Error> {
         let client = reqwest::Client::builder()
             .timeout(timeout)
             .connect_timeout(timeout)
@@ -197,7 +202,10 @@ impl HttpScraper {
         }
         String::from_utf8(body).map_err(|e| SourceError::Parse {
             target: url.to_string(),
-            reason: format!("response is not UTF-8 text (invalid byte at {})", e.utf8_error().valid_up_to()),
+            reason: format!(
+                "response is not UTF-8 text (invalid byte at {})",
+                e.utf8_error().valid_up_to()
+            ),
         })
     }
 }
@@ -257,7 +265,10 @@ mod tests {
         let urls = t.resolve().await.expect("localhost resolves");
         assert!(!urls.is_empty());
         for url in urls {
-            assert!(url.host_str().is_some_and(|h| h.parse::<IpAddr>().is_ok() || h.starts_with('[')));
+            assert!(
+                url.host_str()
+                    .is_some_and(|h| h.parse::<IpAddr>().is_ok() || h.starts_with('['))
+            );
             assert_eq!(url.port(), Some(8000));
             assert_eq!(url.path(), "/metrics");
         }

@@ -42,7 +42,10 @@ pub struct Sample<'a> {
     /// there are no labels. For the quoted-name form `{"name",a="b"}` it is the text after
     /// the name's comma.
     raw_labels: &'a str,
+    /// Sample value; `NaN` and `±Inf` are kept as such.
     pub value: f64,
+    /// Timestamp in milliseconds since the epoch, if the line had one (OpenMetrics seconds
+    /// are converted).
     pub timestamp_ms: Option<i64>,
 }
 
@@ -119,6 +122,7 @@ pub struct ParseStats {
 pub struct LineError {
     /// 1-based line number.
     pub line: usize,
+    /// What was wrong, e.g. `"unterminated label set"`.
     pub reason: &'static str,
 }
 
@@ -852,6 +856,46 @@ vllm:prompt_tokens_created{engine="0",model_name="m"} 1.7563046412320957e+09
             samples[0].label("engine"),
             Some(Cow::Borrowed("0"))
         ));
+    }
+
+    #[test]
+    fn parses_vllm_info_and_process_families() {
+        let body = r#"# HELP python_gc_objects_collected_total Objects collected during gc
+# TYPE python_gc_objects_collected_total counter
+python_gc_objects_collected_total{generation="0"} 12345.0
+# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.
+# TYPE process_start_time_seconds gauge
+process_start_time_seconds 1.75630464123e+09
+# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig
+# TYPE vllm:cache_config_info gauge
+vllm:cache_config_info{block_size="16",cache_dtype="auto",calculate_kv_scales="False",cpu_offload_gb="0",enable_prefix_caching="True",engine="0",gpu_memory_utilization="0.9",num_cpu_blocks="None",num_gpu_blocks="27153",prefix_caching_hash_algo="builtin",sliding_window="None",swap_space="4",swap_space_bytes="4294967296"} 1.0
+# HELP vllm:lora_requests_info Running stats on lora requests.
+# TYPE vllm:lora_requests_info gauge
+vllm:lora_requests_info{max_lora="1",running_lora_adapters="",waiting_lora_adapters=""} 1.7563046412320957e+09
+# HELP vllm:request_success_total Count of successfully processed requests.
+# TYPE vllm:request_success_total counter
+vllm:request_success_total{engine="0",finished_reason="stop",model_name="meta-llama/Llama-3.1-8B-Instruct"} 1234.0
+vllm:request_success_total{engine="0",finished_reason="length",model_name="meta-llama/Llama-3.1-8B-Instruct"} 5.0
+"#;
+        let (s, stats) = parse_all(body);
+        assert_eq!(stats.malformed_lines, 0, "{stats:?}");
+        assert_eq!(s.len(), 6);
+        assert_eq!(s[1].name, "process_start_time_seconds");
+        assert_eq!(s[1].raw_labels(), "");
+        assert_eq!(s[2].labels().count(), 13);
+        assert_eq!(s[2].label("num_gpu_blocks").as_deref(), Some("27153"));
+        assert_eq!(
+            s[2].label("swap_space_bytes").as_deref(),
+            Some("4294967296")
+        );
+        assert_eq!(s[3].label("running_lora_adapters").as_deref(), Some(""));
+        assert_eq!(s[3].label("waiting_lora_adapters").as_deref(), Some(""));
+        let stops: f64 = s
+            .iter()
+            .filter(|s| s.name == "vllm:request_success_total")
+            .map(|s| s.value)
+            .sum();
+        assert_eq!(stops, 1239.0);
     }
 
     #[test]

@@ -167,7 +167,10 @@ impl VllmSource {
         if stats.malformed_lines > 0
             && let Some(first) = &stats.first_error
         {
-            missing_note = format!(" ({} malformed lines, first at {first})", stats.malformed_lines);
+            missing_note = format!(
+                " ({} malformed lines, first at {first})",
+                stats.malformed_lines
+            );
         }
         let waiting = waiting
             .total(WAITING)
@@ -177,7 +180,11 @@ impl VllmSource {
             .total(RUNNING)
             .map_err(|e| parse_error(e.to_string()))?
             .ok_or_else(|| parse_error(format!("no {RUNNING} sample{model_note}{missing_note}")))?;
-        tracing::trace!(target_url = target, elapsed_us = started.elapsed().as_micros() as u64, "parsed pod");
+        tracing::trace!(
+            target_url = target,
+            elapsed_us = started.elapsed().as_micros() as u64,
+            "parsed pod"
+        );
         Ok((
             PodReading {
                 target: target.to_owned(),
@@ -266,9 +273,13 @@ vllm:num_requests_waiting{engine="0",model_name="b"} 10.0
 
     #[test]
     fn missing_model_or_gauge_is_a_parse_error_not_zero() {
-        let err = source(Some("c")).parse_pod("t", BODY).expect_err("no model c");
+        let err = source(Some("c"))
+            .parse_pod("t", BODY)
+            .expect_err("no model c");
         assert!(err.to_string().contains("model_name=\"c\""), "{err}");
-        let err = source(None).parse_pod("t", "<html>oops</html>").expect_err("garbage");
+        let err = source(None)
+            .parse_pod("t", "<html>oops</html>")
+            .expect_err("garbage");
         assert!(matches!(err, SourceError::Parse { .. }), "{err}");
         assert!(err.to_string().contains("malformed"), "{err}");
     }

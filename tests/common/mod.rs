@@ -56,7 +56,10 @@ pub fn set(pod: &FakeVllmPod, waiting: f64, running: f64) {
 }
 
 pub fn targets(pods: &[FakeVllmPod]) -> String {
-    pods.iter().map(|p| p.metrics_url()).collect::<Vec<_>>().join(",")
+    pods.iter()
+        .map(|p| p.metrics_url())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 pub fn object(name: &str, metadata: &[(&str, &str)]) -> ScaledObjectRef {

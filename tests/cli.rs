@@ -1,0 +1,129 @@
+//! The binary as a user runs it: `demo`, `check`, `serve`'s flags.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Output};
+
+use common::*;
+
+const BIN: &str = env!("CARGO_BIN_EXE_backlog-scaler");
+
+fn run(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().expect("binary runs")
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+#[test]
+fn demo_runs_and_shows_the_numbers_move() {
+    let output = run(&[
+        "demo",
+        "--duration",
+        "6",
+        "--grpc-addr",
+        "127.0.0.1:0",
+        "--http-addr",
+        "127.0.0.1:0",
+    ]);
+    let out = text(&output);
+    assert!(output.status.success(), "{out}");
+    assert!(out.contains("grpcurl -plaintext"), "{out}");
+    let rows: Vec<&str> = out
+        .lines()
+        .filter(|l| {
+            l.trim_start()
+                .split('s')
+                .next()
+                .is_some_and(|n| n.trim().parse::<u64>().is_ok())
+        })
+        .filter(|l| l.contains("true") || l.contains("false"))
+        .collect();
+    assert!(rows.len() >= 3, "expected live rows:\n{out}");
+    let values: Vec<f64> = rows
+        .iter()
+        .filter_map(|l| l.split_whitespace().nth(3).and_then(|v| v.parse().ok()))
+        .collect();
+    assert!(
+        values.iter().any(|v| *v > 0.0),
+        "the backlog should be non-zero:\n{out}"
+    );
+}
+
+#[tokio::test]
+async fn check_probes_sources_and_reports_the_value() {
+    let pods = pods(&[(10.0, 32.0), (20.0, 32.0), (15.0, 30.0)]).await;
+    let mut file = tempfile::NamedTempFile::new().expect("tmp");
+    writeln!(
+        file,
+        "scalerAddress: backlog-scaler.keda:9090\nvllmTargets: {}\nmodelName: {MODEL}\ntargetBacklogPerReplica: 10\nrunningPerReplica: 32\n",
+        targets(&pods)
+    )
+    .expect("write");
+    let path = file.path().to_str().expect("utf8").to_owned();
+    let output = tokio::task::spawn_blocking(move || run(&["check", "--metadata", &path]))
+        .await
+        .expect("join");
+    let out = text(&output);
+    assert!(output.status.success(), "{out}");
+    assert!(out.contains("= 74.375"), "{out}");
+    assert!(out.contains("IsActive=true"), "{out}");
+    assert_eq!(out.matches("waiting=").count(), 3, "{out}");
+}
+
+#[test]
+fn check_fails_on_bad_metadata_and_on_an_unreachable_source() {
+    let mut bad = tempfile::NamedTempFile::new().expect("tmp");
+    writeln!(
+        bad,
+        "vllmTargets: http://127.0.0.1:1/metrics\ntargetBacklogPerReplica: -1\n"
+    )
+    .expect("write");
+    let output = run(&["check", "--metadata", bad.path().to_str().expect("utf8")]);
+    let out = text(&output);
+    assert!(!output.status.success(), "{out}");
+    assert!(
+        out.contains("targetBacklogPerReplica") && out.contains("`-1`"),
+        "{out}"
+    );
+
+    let mut down = tempfile::NamedTempFile::new().expect("tmp");
+    writeln!(
+        down,
+        "vllmTargets: http://127.0.0.1:1/metrics\ntargetBacklogPerReplica: 10\n"
+    )
+    .expect("write");
+    let output = run(&["check", "--metadata", down.path().to_str().expect("utf8")]);
+    let out = text(&output);
+    assert!(!output.status.success(), "{out}");
+    assert!(
+        out.contains("FAILED (upstream_error)") && out.contains("UNAVAILABLE"),
+        "{out}"
+    );
+}
+
+#[test]
+fn serve_rejects_a_bad_config_file_and_flag() {
+    let mut config = tempfile::NamedTempFile::new().expect("tmp");
+    writeln!(config, "idleTimeout: 5").expect("write");
+    let output = run(&[
+        "serve",
+        "--config",
+        config.path().to_str().expect("utf8"),
+        "--grpc-addr",
+        "127.0.0.1:0",
+        "--http-addr",
+        "127.0.0.1:0",
+    ]);
+    assert!(!output.status.success());
+    assert!(text(&output).contains("idleTimeout"), "{}", text(&output));
+    let output = run(&["serve", "--grpc-addr", "not-an-address"]);
+    assert!(!output.status.success());
+    assert!(text(&output).contains("--grpc-addr"), "{}", text(&output));
+}
