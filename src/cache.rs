@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 use tokio::task::AbortHandle;
@@ -20,9 +20,11 @@ use tokio_stream::StreamExt;
 use tokio_stream::StreamMap;
 use tokio_stream::wrappers::WatchStream;
 
-use crate::fusion::{self, Decision, Signals};
-use crate::poller::{Poller, PollerKey, PollerRegistry, SignalState};
-use crate::source::Reading;
+pub use crate::evaluate::{Evaluation, SignalReport, Status, Unavailable};
+use crate::evaluate::{TriggerMemory, evaluate};
+use crate::fusion::Decision;
+use crate::poller::{Poller, PollerKey, PollerRegistry};
+use crate::source::OutboundDenied;
 use crate::telemetry::{Telemetry, TriggerLabels};
 use crate::trigger::{MetadataErrors, TriggerSpec};
 
@@ -45,151 +47,15 @@ impl Default for CacheSettings {
     }
 }
 
-/// Why a trigger has no value to give.
+/// Why a trigger was not registered.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{0}")]
-pub struct Unavailable(pub String);
-
-/// The state of one trigger's number.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Status {
-    /// No source has answered yet.
-    Pending,
-    /// A value, valid until `valid_until`.
-    Ready {
-        /// The fused decision.
-        decision: Decision,
-        /// When the oldest reading behind it passes `maxSignalAgeSeconds`.
-        valid_until: Instant,
-    },
-    /// No value can be given.
-    Unavailable(String),
-}
-
-/// How one source stood at an evaluation.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SignalReport {
-    /// The source's label.
-    pub source: String,
-    /// The source's state at evaluation time.
-    pub state: Arc<SignalState>,
-}
-
-/// One evaluation of a trigger.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Evaluation {
-    /// The outcome.
-    pub status: Status,
-    /// A source is failing and its last good reading is held.
-    pub degraded: bool,
-    /// Per source, what the evaluation saw.
-    pub signals: Vec<SignalReport>,
-    /// When it was computed.
-    pub evaluated_at: SystemTime,
-}
-
-impl Evaluation {
-    fn pending() -> Evaluation {
-        Evaluation {
-            status: Status::Pending,
-            degraded: false,
-            signals: Vec::new(),
-            evaluated_at: SystemTime::now(),
-        }
-    }
-
-    /// The decision if it is still valid at `now`.
-    pub fn decision_at(&self, now: Instant) -> Result<Decision, Unavailable> {
-        match &self.status {
-            Status::Ready {
-                decision,
-                valid_until,
-            } if now <= *valid_until => Ok(*decision),
-            Status::Ready { .. } => Err(Unavailable(
-                "the last good reading has passed maxSignalAgeSeconds".to_owned(),
-            )),
-            Status::Pending => Err(Unavailable("no reading from any source yet".to_owned())),
-            Status::Unavailable(reason) => Err(Unavailable(reason.clone())),
-        }
-    }
-
-    fn kind(&self) -> &'static str {
-        match (&self.status, self.degraded) {
-            (Status::Pending, _) => "pending",
-            (Status::Ready { .. }, false) => "ok",
-            (Status::Ready { .. }, true) => "degraded",
-            (Status::Unavailable(_), _) => "unavailable",
-        }
-    }
-}
-
-/// Combine the sources' states into an evaluation. Pure given `now`.
-pub fn evaluate(spec: &TriggerSpec, signals: Vec<SignalReport>, now: Instant) -> Evaluation {
-    let max_age = spec.max_signal_age;
-    let mut problems = Vec::new();
-    let mut pending = false;
-    let mut degraded = false;
-    let mut oldest: Option<Instant> = None;
-    let mut engine = Signals::default();
-    for report in &signals {
-        let state = &report.state;
-        let last_error = state
-            .last_failure
-            .as_ref()
-            .map(|f| f.value.to_string())
-            .unwrap_or_default();
-        let Some(good) = &state.last_good else {
-            if state.failing() {
-                problems.push(format!(
-                    "{}: no successful reading yet ({} failed polls; last error: {last_error})",
-                    report.source, state.consecutive_failures
-                ));
-            } else {
-                pending = true;
-            }
-            continue;
-        };
-        let age = now.saturating_duration_since(good.at);
-        if age > max_age {
-            problems.push(format!(
-                "{}: last good reading is {}s old, past maxSignalAgeSeconds={} ({} failed polls; last error: {last_error})",
-                report.source,
-                age.as_secs(),
-                max_age.as_secs(),
-                state.consecutive_failures
-            ));
-            continue;
-        }
-        degraded |= state.failing();
-        oldest = Some(oldest.map_or(good.at, |o| o.min(good.at)));
-        match &good.value {
-            Reading::Engine(reading) => {
-                engine.waiting += reading.waiting();
-                engine.running += reading.running();
-                engine.replicas_reporting += reading.pods.len();
-            }
-        }
-    }
-    let status = if !problems.is_empty() {
-        Status::Unavailable(problems.join("; "))
-    } else if pending {
-        Status::Pending
-    } else {
-        match oldest {
-            Some(oldest) => Status::Ready {
-                decision: fusion::fuse(&spec.fusion, &engine),
-                valid_until: oldest + max_age,
-            },
-            // A spec always has a source; stay total anyway.
-            None => Status::Unavailable("the trigger has no sources".to_owned()),
-        }
-    };
-    Evaluation {
-        status,
-        degraded,
-        signals,
-        evaluated_at: SystemTime::now(),
-    }
+pub enum RegisterError {
+    /// The metadata is invalid.
+    #[error(transparent)]
+    Metadata(#[from] MetadataErrors),
+    /// The metadata names targets the outbound allowlist refuses (never empty).
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Denied(Vec<OutboundDenied>),
 }
 
 /// What makes two triggers the same: the ScaledObject and its exact metadata.
@@ -257,7 +123,7 @@ impl TriggerEntry {
                     return Err(Unavailable(format!(
                         "no reading yet: the first poll of {} has not finished within the {} ms cold-start budget; polling continues",
                         self.spec
-                            .sources
+                            .sources()
                             .iter()
                             .map(ToString::to_string)
                             .collect::<Vec<_>>()
@@ -307,13 +173,14 @@ impl DecisionCache {
     }
 
     /// The entry for a trigger, registering it (and starting its pollers) on
-    /// first sight. Invalid metadata is never registered.
+    /// first sight. Invalid metadata, and metadata naming a target the
+    /// outbound allowlist refuses, is never registered.
     pub fn get_or_register(
         &self,
         namespace: String,
         name: String,
         metadata: impl IntoIterator<Item = (String, String)>,
-    ) -> Result<Arc<TriggerEntry>, MetadataErrors> {
+    ) -> Result<Arc<TriggerEntry>, RegisterError> {
         let key = TriggerKey {
             namespace,
             name,
@@ -330,6 +197,15 @@ impl DecisionCache {
         }
         let spec =
             TriggerSpec::from_metadata(key.metadata.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
+        let outbound = &self.pollers.context().outbound;
+        let denied: Vec<OutboundDenied> = spec
+            .sources()
+            .iter()
+            .flat_map(|source| source.check_outbound(outbound))
+            .collect();
+        if !denied.is_empty() {
+            return Err(RegisterError::Denied(denied));
+        }
         let mut triggers = self.triggers.write().unwrap_or_else(|e| e.into_inner());
         // Another call may have registered it while we parsed.
         if let Some(entry) = triggers.get(&key) {
@@ -341,7 +217,7 @@ impl DecisionCache {
             namespace = %entry.namespace,
             name = %entry.name,
             metric = %entry.spec.metric_name,
-            sources = entry.spec.sources.len(),
+            sources = entry.spec.sources().len(),
             "trigger registered"
         );
         triggers.insert(key, entry.clone());
@@ -352,11 +228,11 @@ impl DecisionCache {
     fn start_trigger(&self, key: &TriggerKey, spec: TriggerSpec) -> TriggerEntry {
         let spec = Arc::new(spec);
         let pollers: Vec<Arc<Poller>> = spec
-            .sources
-            .iter()
+            .sources()
+            .into_iter()
             .map(|source| {
                 self.pollers.acquire(PollerKey {
-                    source: source.clone(),
+                    source,
                     interval: spec.poll_interval,
                 })
             })
@@ -446,16 +322,18 @@ async fn trigger_loop(
         updates.insert(i, WatchStream::new(poller.subscribe()));
     }
     let mut previous = Evaluation::pending();
+    let mut memory = TriggerMemory::default();
     loop {
         let now = Instant::now();
         let signals = pollers
             .iter()
             .map(|p| SignalReport {
-                source: p.label().to_owned(),
+                source: p.key().source.clone(),
+                label: p.label().to_owned(),
                 state: p.subscribe().borrow().clone(),
             })
             .collect();
-        let evaluation = evaluate(&spec, signals, now);
+        let evaluation = evaluate(&spec, signals, &mut memory, now);
         log_transition(&labels, &previous, &evaluation);
         match &evaluation.status {
             Status::Ready { decision, .. } => {
@@ -506,115 +384,5 @@ fn log_transition(labels: &TriggerLabels, before: &Evaluation, after: &Evaluatio
         && let Status::Ready { decision, .. } = &after.status
     {
         tracing::info!(namespace = %labels.namespace, name = %labels.name, metric = %labels.metric, active = is, backlog = decision.backlog, "activity changed");
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::poller::Timed;
-    use crate::source::{EngineReading, PodReading, SourceError};
-
-    fn spec() -> TriggerSpec {
-        TriggerSpec::from_metadata([
-            ("vllmTargets", "http://127.0.0.1:1/metrics"),
-            ("targetBacklogPerReplica", "10"),
-            ("runningPerReplica", "32"),
-            ("pollIntervalSeconds", "5"),
-        ])
-        .expect("valid")
-    }
-
-    fn reading(waiting: f64, running: f64, at: Instant) -> Timed<Reading> {
-        Timed {
-            value: Reading::Engine(EngineReading {
-                pods: vec![PodReading {
-                    target: "t".into(),
-                    waiting,
-                    running,
-                }],
-                malformed_lines: 0,
-            }),
-            at,
-            wall: SystemTime::now(),
-        }
-    }
-
-    fn report(state: SignalState) -> Vec<SignalReport> {
-        vec![SignalReport {
-            source: "vllm t".into(),
-            state: Arc::new(state),
-        }]
-    }
-
-    fn failure(at: Instant) -> Timed<SourceError> {
-        Timed {
-            value: SourceError::Upstream {
-                target: "t".into(),
-                reason: "connect failed: Connection refused".into(),
-            },
-            at,
-            wall: SystemTime::now(),
-        }
-    }
-
-    #[test]
-    fn fresh_reading_is_ready() {
-        let now = Instant::now();
-        let e = evaluate(
-            &spec(),
-            report(SignalState {
-                last_good: Some(reading(10.0, 32.0, now)),
-                ..Default::default()
-            }),
-            now,
-        );
-        let d = e.decision_at(now).expect("ready");
-        assert_eq!(d.backlog, 20.0);
-        assert!(!e.degraded);
-    }
-
-    #[test]
-    fn failing_source_holds_last_good_until_max_age_then_unavailable() {
-        let t0 = Instant::now();
-        let state = SignalState {
-            last_good: Some(reading(10.0, 0.0, t0)),
-            last_failure: Some(failure(t0 + Duration::from_secs(5))),
-            consecutive_failures: 1,
-        };
-        let held = evaluate(&spec(), report(state.clone()), t0 + Duration::from_secs(5));
-        assert!(held.degraded);
-        assert_eq!(
-            held.decision_at(t0 + Duration::from_secs(5))
-                .expect("held")
-                .backlog,
-            10.0
-        );
-        // The held value expires at max age even if nobody re-evaluates.
-        assert!(held.decision_at(t0 + Duration::from_secs(16)).is_err());
-        let lost = evaluate(&spec(), report(state), t0 + Duration::from_secs(16));
-        let err = lost
-            .decision_at(t0 + Duration::from_secs(16))
-            .expect_err("stale");
-        assert!(err.0.contains("maxSignalAgeSeconds=15"), "{err}");
-        assert!(err.0.contains("Connection refused"), "{err}");
-    }
-
-    #[test]
-    fn no_reading_yet_is_pending_and_first_failure_is_unavailable() {
-        let now = Instant::now();
-        let pending = evaluate(&spec(), report(SignalState::default()), now);
-        assert_eq!(pending.status, Status::Pending);
-        let failed = evaluate(
-            &spec(),
-            report(SignalState {
-                last_failure: Some(failure(now)),
-                consecutive_failures: 1,
-                ..Default::default()
-            }),
-            now,
-        );
-        let err = failed.decision_at(now).expect_err("unavailable");
-        assert!(err.0.contains("no successful reading yet"), "{err}");
     }
 }

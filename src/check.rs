@@ -10,9 +10,13 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_yaml_ng::Value;
 
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
 use crate::config::ScalerConfig;
+use crate::evaluate::{SignalReport, TriggerMemory, evaluate};
 use crate::explain::formula;
-use crate::fusion::{self, Signals};
+use crate::poller::{SignalState, Timed};
 use crate::source::{HttpScraper, Reading, SourceContext, SourceError};
 use crate::trigger::TriggerSpec;
 
@@ -111,13 +115,13 @@ fn string_map(value: &Value, origin: &str) -> Result<Vec<(String, String)>, Stri
 }
 
 /// Check one trigger: validate, probe, fuse. Returns the report text, or the
-/// report with problems.
+/// report with problems. The probe goes through the same evaluation as the
+/// server, so what it prints is what GetMetrics would answer (except the TTFT
+/// quantile, which needs two readings a window apart).
 pub async fn check_trigger(found: &FoundTrigger, ctx: &SourceContext) -> Result<String, String> {
     let mut out = String::new();
     let _ = writeln!(out, "{}:", found.origin);
-    let spec = match TriggerSpec::from_metadata(
-        found.metadata.iter().map(|(k, v)| (k.as_str(), v.as_str())),
-    ) {
+    let spec = match TriggerSpec::from_metadata(found.metadata.iter().map(|(k, v)| (k.as_str(), v.as_str()))) {
         Ok(spec) => spec,
         Err(errors) => {
             for error in &errors.0 {
@@ -126,69 +130,126 @@ pub async fn check_trigger(found: &FoundTrigger, ctx: &SourceContext) -> Result<
             return Err(out);
         }
     };
-    let t = spec.fusion.target_per_replica;
     let _ = writeln!(
         out,
         "  metadata ok: metric `{}`, target {} per replica, poll every {}s, max signal age {}s",
         spec.metric_name,
-        t,
+        spec.fusion.target_per_replica,
         spec.poll_interval.as_secs(),
         spec.max_signal_age.as_secs()
     );
-    let mut signals = Signals::default();
+    // The same static check the server makes at GetMetricSpec.
+    let denied: Vec<_> = spec
+        .sources()
+        .iter()
+        .flat_map(|source| source.check_outbound(&ctx.outbound))
+        .collect();
+    if !denied.is_empty() {
+        for d in &denied {
+            let _ = writeln!(out, "  refused: {d}");
+        }
+        let _ = writeln!(out, "  would answer: PERMISSION_DENIED");
+        return Err(out);
+    }
+    let mut reports = Vec::new();
     let mut failed = false;
-    for source in &spec.sources {
+    for source in spec.sources() {
+        let started = Instant::now();
         let result = match tokio::time::timeout(PROBE_TIMEOUT, source.read(ctx)).await {
             Ok(result) => result,
             Err(_) => Err(SourceError::Timeout(PROBE_TIMEOUT)),
         };
+        let mut state = SignalState::default();
         match result {
-            Ok(Reading::Engine(reading)) => {
-                let _ = writeln!(out, "  source {source}: ok, {} pod(s)", reading.pods.len());
-                for pod in &reading.pods {
-                    let _ = writeln!(
-                        out,
-                        "    {}  waiting={} running={}",
-                        pod.target, pod.waiting, pod.running
-                    );
-                }
-                if reading.malformed_lines > 0 {
-                    let _ = writeln!(
-                        out,
-                        "    warning: {} malformed line(s) skipped",
-                        reading.malformed_lines
-                    );
-                }
-                signals.waiting += reading.waiting();
-                signals.running += reading.running();
-                signals.replicas_reporting += reading.pods.len();
+            Ok(reading) => {
+                let _ = writeln!(out, "  source {source}: ok in {} ms", started.elapsed().as_millis());
+                describe(&mut out, &reading);
+                state.last_good = Some(Timed {
+                    value: reading,
+                    at: Instant::now(),
+                    wall: SystemTime::now(),
+                });
             }
             Err(error) => {
                 failed = true;
-                let _ = writeln!(
-                    out,
-                    "  source {source}: FAILED ({}): {error}",
-                    error.outcome().as_str()
-                );
+                let _ = writeln!(out, "  source {source}: FAILED ({}): {error}", error.outcome().as_str());
+                state.consecutive_failures = 1;
+                state.last_failure = Some(Timed {
+                    value: error,
+                    at: Instant::now(),
+                    wall: SystemTime::now(),
+                });
+            }
+        }
+        reports.push(SignalReport {
+            label: source.label(),
+            source,
+            state: Arc::new(state),
+        });
+    }
+    let now = Instant::now();
+    let evaluation = evaluate(&spec, reports, &mut TriggerMemory::default(), now);
+    match evaluation.decision_at(now) {
+        Ok(decision) if !failed => {
+            let _ = writeln!(out, "  {}", formula(&spec.fusion, &decision.components, decision.backlog));
+            let _ = writeln!(
+                out,
+                "  would answer: GetMetrics {}={}  IsActive={}  (desired replicas ceil(B/T) = {})",
+                spec.metric_name, decision.backlog, decision.active, decision.desired_replicas
+            );
+            if spec.fusion.latency.is_some() {
+                let _ = writeln!(out, "  note: the TTFT quantile needs two readings a window apart; the server computes it, one probe cannot");
+            }
+            Ok(out)
+        }
+        Ok(_) => {
+            let _ = writeln!(out, "  would answer: UNAVAILABLE (KEDA's fallback applies)");
+            Err(out)
+        }
+        Err(reason) => {
+            let _ = writeln!(out, "  would answer: UNAVAILABLE (KEDA's fallback applies): {reason}");
+            Err(out)
+        }
+    }
+}
+
+fn describe(out: &mut String, reading: &Reading) {
+    match reading {
+        Reading::Engine(reading) => {
+            for pod in &reading.pods {
+                let _ = write!(out, "    {}  waiting={}", pod.target, pod.waiting);
+                if let Some(r) = pod.running {
+                    let _ = write!(out, " running={r}");
+                }
+                if let Some(kv) = pod.kv_cache_usage {
+                    let _ = write!(out, " kvCache={kv}");
+                }
+                if let Some(ttft) = &pod.ttft {
+                    let _ = write!(out, " ttftObservations={}", ttft.total());
+                }
+                let _ = writeln!(out);
+            }
+        }
+        Reading::Gpu(reading) => {
+            for gpu in &reading.gpus {
+                let _ = writeln!(out, "    {} {} pod={} util={}%", gpu.target, gpu.gpu, gpu.pod, gpu.utilization);
+            }
+            if reading.gpus.is_empty() {
+                let _ = writeln!(out, "    no GPU matched the pod selector");
+            }
+        }
+        Reading::Query(reading) => {
+            for series in &reading.series {
+                let _ = writeln!(out, "    {} {}", series.labels, series.value);
+            }
+            if reading.series.is_empty() {
+                let _ = writeln!(out, "    (no series)");
             }
         }
     }
-    if failed {
-        let _ = writeln!(out, "  would answer: UNAVAILABLE (KEDA's fallback applies)");
-        return Err(out);
+    if reading.malformed_lines() > 0 {
+        let _ = writeln!(out, "    warning: {} malformed line(s) skipped", reading.malformed_lines());
     }
-    let decision = fusion::fuse(&spec.fusion, &signals);
-    let _ = writeln!(
-        out,
-        "  {}",
-        formula(&spec.fusion, &decision.components, decision.backlog)
-    );
-    let _ = writeln!(
-        out,
-        "  would answer: GetMetrics {}={}  IsActive={}  (desired replicas ceil(B/T) = {})",
-        spec.metric_name, decision.backlog, decision.active, decision.desired_replicas
-    );
-    Ok(out)
 }
 
 /// The `check` command.
@@ -207,14 +268,22 @@ pub async fn run(path: &Path, config: &ScalerConfig) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let http = match HttpScraper::new(PROBE_TIMEOUT, config.max_response_bytes) {
+    let outbound = match config.outbound.policy() {
+        Ok(policy) => std::sync::Arc::new(policy),
+        Err(e) => {
+            eprintln!("backlog-scaler: invalid outbound config: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let http = match HttpScraper::with_outbound(PROBE_TIMEOUT, config.max_response_bytes, outbound)
+    {
         Ok(http) => http,
         Err(e) => {
             eprintln!("backlog-scaler: cannot build the HTTP client: {e}");
             return ExitCode::FAILURE;
         }
     };
-    let ctx = SourceContext { http };
+    let ctx = SourceContext::new(http);
     let mut ok = true;
     for trigger in &triggers {
         match check_trigger(trigger, &ctx).await {

@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::config::ScalerConfig;
 use crate::server::{RunningServer, ServerOptions};
+use crate::tls::TlsOptions;
 
 /// A KEDA external scaler that fuses GPU-inference signals into one
 /// backlog-equivalent metric.
@@ -46,11 +47,25 @@ pub enum Command {
         #[arg(long, env = "BACKLOG_SCALER_GRPC_ADDR", default_value = "0.0.0.0:9090")]
         grpc_addr: SocketAddr,
         /// Admin HTTP listen address (`/metrics`, `/healthz`, `/readyz`, `/explain`).
+        /// Always plaintext: bind it to `127.0.0.1:8080` or a pod-only
+        /// address when only the kubelet and Prometheus should reach it.
         #[arg(long, env = "BACKLOG_SCALER_HTTP_ADDR", default_value = "0.0.0.0:8080")]
         http_addr: SocketAddr,
         /// Scaler-side YAML config (optional).
         #[arg(long, env = "BACKLOG_SCALER_CONFIG")]
         config: Option<PathBuf>,
+        /// Serve gRPC over TLS with this PEM certificate chain (leaf first).
+        /// Needs `--tls-key`. Re-read when the file changes (a rotated
+        /// Secret); new connections use the new certificate, open ones stay.
+        #[arg(long, env = "BACKLOG_SCALER_TLS_CERT", requires = "tls_key")]
+        tls_cert: Option<PathBuf>,
+        /// PEM private key of `--tls-cert` (PKCS#8, PKCS#1 or SEC1).
+        #[arg(long, env = "BACKLOG_SCALER_TLS_KEY", requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
+        /// Require client certificates signed by a CA in this PEM file (mTLS:
+        /// KEDA's `tlsClientCert`/`tlsClientKey`). Needs `--tls-cert`.
+        #[arg(long, env = "BACKLOG_SCALER_CLIENT_CA", requires = "tls_cert")]
+        client_ca: Option<PathBuf>,
     },
     /// Validate a trigger's metadata, probe each source once, print what the
     /// scaler would report; exit non-zero on any problem.
@@ -128,15 +143,20 @@ async fn run(command: Command) -> ExitCode {
             grpc_addr,
             http_addr,
             config,
+            tls_cert,
+            tls_key,
+            client_ca,
         } => {
             let config = match load_config(config.as_deref()) {
                 Ok(config) => config,
                 Err(code) => return code,
             };
+            let tls = tls_options(tls_cert, tls_key, client_ca);
             serve(ServerOptions {
                 grpc_addr,
                 http_addr,
                 config,
+                tls,
             })
             .await
         }
@@ -167,6 +187,21 @@ async fn run(command: Command) -> ExitCode {
             .await
         }
     }
+}
+
+/// The TLS options the flags ask for (clap enforces that cert and key come
+/// together and that a client CA comes with them).
+fn tls_options(
+    cert: Option<PathBuf>,
+    key: Option<PathBuf>,
+    client_ca: Option<PathBuf>,
+) -> Option<TlsOptions> {
+    let (cert, key) = (cert?, key?);
+    let options = TlsOptions::new(cert, key);
+    Some(match client_ca {
+        Some(ca) => options.with_client_ca(ca),
+        None => options,
+    })
 }
 
 fn load_config(path: Option<&std::path::Path>) -> Result<ScalerConfig, ExitCode> {
@@ -291,14 +326,53 @@ mod tests {
                 grpc_addr,
                 http_addr,
                 config,
+                tls_cert,
+                tls_key,
+                client_ca,
             } => {
                 assert_eq!(grpc_addr.to_string(), "0.0.0.0:9090");
                 assert_eq!(http_addr.to_string(), "0.0.0.0:8080");
                 assert!(config.is_none());
+                assert!(tls_cert.is_none() && tls_key.is_none() && client_ca.is_none());
             }
             other => panic!("{other:?}"),
         }
         assert_eq!(cli.log_format, LogFormat::Plain);
+    }
+
+    #[test]
+    fn tls_flags_go_together() {
+        let cli = Cli::try_parse_from([
+            "backlog-scaler",
+            "serve",
+            "--tls-cert",
+            "c.pem",
+            "--tls-key",
+            "k.pem",
+            "--client-ca",
+            "ca.pem",
+        ])
+        .expect("parses");
+        let Command::Serve {
+            tls_cert,
+            tls_key,
+            client_ca,
+            ..
+        } = cli.command
+        else {
+            panic!("serve");
+        };
+        let tls = tls_options(tls_cert, tls_key, client_ca).expect("tls");
+        assert_eq!(tls.cert, PathBuf::from("c.pem"));
+        assert_eq!(tls.key, PathBuf::from("k.pem"));
+        assert_eq!(tls.client_ca, Some(PathBuf::from("ca.pem")));
+        for args in [
+            &["backlog-scaler", "serve", "--tls-cert", "c.pem"][..],
+            &["backlog-scaler", "serve", "--tls-key", "k.pem"][..],
+            &["backlog-scaler", "serve", "--client-ca", "ca.pem"][..],
+        ] {
+            assert!(Cli::try_parse_from(args).is_err(), "{args:?}");
+        }
     }
 
     #[test]

@@ -11,6 +11,7 @@ use serde::Deserialize;
 
 use crate::cache::CacheSettings;
 use crate::source::http::DEFAULT_MAX_RESPONSE_BYTES;
+use crate::source::outbound::OutboundConfig;
 
 /// The `--config` file. Every field is optional.
 ///
@@ -18,6 +19,8 @@ use crate::source::http::DEFAULT_MAX_RESPONSE_BYTES;
 /// coldStartBudgetMillis: 2000
 /// idleTimeoutSeconds: 600
 /// maxResponseBytes: 10485760
+/// outbound:
+///   allow: ["*.svc.cluster.local", "10.0.0.0/8"]
 /// ```
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -34,6 +37,12 @@ pub struct ScalerConfig {
     /// Largest upstream response body accepted, in bytes. Default 10 MiB.
     #[serde(default = "default_max_response_bytes")]
     pub max_response_bytes: usize,
+    /// Where sources may connect: `allow` (host patterns and CIDRs) and
+    /// `allowLinkLocal`. Default: no allowlist (any target but link-local and
+    /// cloud metadata addresses; the server warns at start-up). See
+    /// [`OutboundConfig`] for the rules.
+    #[serde(default)]
+    pub outbound: OutboundConfig,
 }
 
 const fn default_cold_start_budget_millis() -> u64 {
@@ -52,6 +61,7 @@ impl Default for ScalerConfig {
             cold_start_budget_millis: default_cold_start_budget_millis(),
             idle_timeout_seconds: default_idle_timeout_seconds(),
             max_response_bytes: default_max_response_bytes(),
+            outbound: OutboundConfig::default(),
         }
     }
 }
@@ -112,6 +122,7 @@ impl ScalerConfig {
                 config.max_response_bytes
             ));
         }
+        config.outbound.policy()?;
         Ok(config)
     }
 
@@ -149,5 +160,23 @@ mod tests {
         assert!(err.contains("idleTimeout"), "{err}");
         let err = ScalerConfig::parse("coldStartBudgetMillis: 60000\n").expect_err("too long");
         assert!(err.contains("coldStartBudgetMillis"), "{err}");
+    }
+
+    #[test]
+    fn outbound_allowlist_is_parsed_and_validated() {
+        let c = ScalerConfig::parse(
+            "outbound:\n  allow: [\"*.svc.cluster.local\", 10.0.0.0/8, 127.0.0.1/32]\n  allowLinkLocal: true\n",
+        )
+        .expect("valid");
+        let policy = c.outbound.policy().expect("compiles");
+        assert!(policy.is_restricted());
+        policy
+            .check_host("vllm.inference.svc.cluster.local")
+            .expect("allowed");
+        assert!(!ScalerConfig::default().outbound.policy().expect("default").is_restricted());
+        let err = ScalerConfig::parse("outbound:\n  allow: [10.0.0.0/99]\n").expect_err("bad CIDR");
+        assert!(err.contains("10.0.0.0/99"), "{err}");
+        let err = ScalerConfig::parse("outbound:\n  alow: []\n").expect_err("unknown");
+        assert!(err.contains("alow"), "{err}");
     }
 }

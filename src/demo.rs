@@ -62,11 +62,10 @@ pub async fn run(
             return ExitCode::FAILURE;
         }
     };
-    let server = match RunningServer::start(ServerOptions {
-        grpc_addr,
-        http_addr,
-        config: ScalerConfig::default(),
-    })
+    // The simulated pods are on loopback: allow exactly that.
+    let mut config = ScalerConfig::default();
+    config.outbound.allow = Some(vec!["127.0.0.0/8".to_owned()]);
+    let server = match RunningServer::start(ServerOptions::new(grpc_addr, http_addr, config))
     .await
     {
         Ok(server) => server,
@@ -238,7 +237,7 @@ async fn live_view(
                     .map(|d| {
                         (
                             d.components.waiting,
-                            d.components.running,
+                            d.components.running.unwrap_or(0.0),
                             d.desired_replicas,
                         )
                     })

@@ -3,6 +3,7 @@
 use tonic::{Code, Status};
 
 use crate::cache::Unavailable;
+use crate::source::OutboundDenied;
 use crate::trigger::MetadataErrors;
 
 /// Why a gRPC call failed.
@@ -20,6 +21,16 @@ pub enum ScalerError {
         name: String,
         /// What is wrong.
         errors: MetadataErrors,
+    },
+    /// The metadata names a target the outbound allowlist refuses.
+    #[error("trigger {namespace}/{name} is refused: {}", join(.denied))]
+    PermissionDenied {
+        /// ScaledObject namespace.
+        namespace: String,
+        /// ScaledObject name.
+        name: String,
+        /// Each refused target with its rule (never empty).
+        denied: Vec<OutboundDenied>,
     },
     /// GetMetrics asked for a metric this trigger does not serve.
     #[error(
@@ -50,9 +61,18 @@ impl From<ScalerError> for Status {
         let code = match &error {
             ScalerError::MissingRef => Code::InvalidArgument,
             ScalerError::InvalidMetadata { .. } => Code::InvalidArgument,
+            ScalerError::PermissionDenied { .. } => Code::PermissionDenied,
             ScalerError::UnknownMetric { .. } => Code::NotFound,
             ScalerError::Unavailable { .. } => Code::Unavailable,
         };
         Status::new(code, error.to_string())
     }
+}
+
+fn join(denied: &[OutboundDenied]) -> String {
+    denied
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
 }

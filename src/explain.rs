@@ -6,7 +6,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::cache::{Status, TriggerEntry};
-use crate::fusion::{Components, FusionParams};
+use crate::fusion::{Components, Driver, FusionParams, GpuAction};
 use crate::source::Reading;
 
 /// `/explain`'s body.
@@ -88,15 +88,60 @@ fn unix(t: SystemTime) -> f64 {
         .unwrap_or(0.0)
 }
 
-/// The formula with numbers, e.g. `B = W + T·R/C = 45 + 10·94/32 = 74.375`.
+/// The formula with numbers, e.g. `B = W + T·R/C = 45 + 10·94/32 = 74.375`,
+/// followed by each guard that is configured and what it did.
 pub fn formula(params: &FusionParams, c: &Components, backlog: f64) -> String {
-    match params.running_per_replica {
+    let t = params.target_per_replica;
+    let mut text = match params.running_per_replica {
         Some(per_replica) => format!(
-            "B = W + T·R/C = {} + {}·{}/{} = {}",
-            c.waiting, params.target_per_replica, c.running, per_replica, backlog
+            "D = W + T·R/C = {} + {}·{}/{} = {}",
+            c.waiting,
+            t,
+            c.running.unwrap_or(0.0),
+            per_replica,
+            c.demand
         ),
-        None => format!("B = W = {backlog}"),
+        None => format!("D = W = {}", c.demand),
+    };
+    let n = c.replicas_reporting;
+    if let (Some(guard), Some(term)) = (params.latency, c.latency_term) {
+        match c.ttft_seconds {
+            Some(l) if term > 0.0 => text.push_str(&format!(
+                "; D_lat = T·n·min(L/S, 2) = {t}·{n}·min({l}/{}, 2) = {term}",
+                guard.slo_seconds
+            )),
+            Some(l) => text.push_str(&format!(
+                "; latency guard silent (L = {l} s, fires above {} s while work waits)",
+                guard.slo_seconds * (1.0 + guard.tolerance)
+            )),
+            None => text.push_str("; latency guard off (no requests in the TTFT window)"),
+        }
     }
+    if let (Some(target), Some(term)) = (params.kv_cache_target, c.kv_term) {
+        text.push_str(&format!(
+            "; D_kv = T·n·kv/target = {t}·{n}·{}/{target} = {term}",
+            c.kv_cache_usage.unwrap_or(0.0)
+        ));
+    }
+    let driver = match c.driver {
+        Driver::Demand => "D",
+        Driver::Latency => "D_lat",
+        Driver::KvCache => "D_kv",
+    };
+    text.push_str(&format!("; max → {driver}"));
+    match c.gpu_action {
+        Some(GpuAction::BusyHold) => text.push_str(&format!(
+            "; GPU busy hold (U = {}%) raised B to T·n",
+            c.gpu_utilization.unwrap_or(0.0)
+        )),
+        Some(GpuAction::IdleVeto) => text.push_str(&format!(
+            "; GPU idle veto (U = {}%) capped B at T·n",
+            c.gpu_utilization.unwrap_or(0.0)
+        )),
+        None => {}
+    }
+    text.push_str(&format!("; B = {backlog}"));
+    text
 }
 
 impl TriggerExplain {
@@ -124,7 +169,7 @@ impl TriggerExplain {
                 .signals
                 .iter()
                 .map(|s| SourceExplain {
-                    source: s.source.clone(),
+                    source: s.label.clone(),
                     last_good_age_seconds: s
                         .state
                         .last_good

@@ -11,7 +11,7 @@
 //!
 //! | module | job |
 //! |---|---|
-//! | [`source`] | take ONE reading of an upstream (vLLM pod scrape; [`source::prom_text`] parses the exposition text) |
+//! | [`source`] | take ONE reading of an upstream (vLLM pod scrape; [`source::prom_text`] parses the exposition text; [`source::outbound`] bounds where sources may connect) |
 //! | [`poller`] | one background task per distinct source: timing, timeouts, retry, last good reading |
 //! | [`fusion`] | the pure formula: signals → [`fusion::Decision`] |
 //! | [`cache`] | the latest evaluation per trigger, staleness, cold start, idle drop |
@@ -23,6 +23,7 @@
 //! | [`telemetry`] | self-metrics |
 //! | [`config`] | the scaler-side `--config` file |
 //! | [`server`] | binds listeners and runs everything |
+//! | [`tls`] | TLS/mTLS on the gRPC listener, certificates reloaded on change |
 //! | [`cli`] | the `serve`, `check`, `explain`, `demo` commands |
 //! | [`check`] | `check`: validate metadata and probe its sources once |
 //! | [`demo`] | `demo`: a simulated vLLM fleet plus the server, with a live view |
@@ -37,14 +38,17 @@ pub mod cli;
 pub mod config;
 pub mod demo;
 pub mod error;
+pub mod evaluate;
 pub mod explain;
 pub mod exporter;
 pub mod fusion;
+pub mod latency;
 pub mod poller;
 pub mod server;
 pub mod service;
 pub mod source;
 pub mod telemetry;
+pub mod tls;
 pub mod trigger;
 
 /// Code generated from `proto/externalscaler.proto`.

@@ -122,6 +122,11 @@ impl PollerRegistry {
         }
     }
 
+    /// What the pollers read with (HTTP client, outbound policy).
+    pub fn context(&self) -> &SourceContext {
+        &self.ctx
+    }
+
     /// The poller for `key`, started if none runs. Must be called within a
     /// tokio runtime.
     pub fn acquire(&self, key: PollerKey) -> Arc<Poller> {

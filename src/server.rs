@@ -1,5 +1,10 @@
 //! Wiring: binds the gRPC and admin listeners and runs every task until
 //! shutdown. Used by `serve`, `demo` and the integration tests.
+//!
+//! The gRPC listener speaks TLS (optionally mTLS) when [`ServerOptions::tls`]
+//! is set, with certificates reloaded from disk ([`crate::tls`]); the admin
+//! listener is always plaintext HTTP, so bind it to an address only the
+//! kubelet and Prometheus reach (or `127.0.0.1`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -19,6 +24,7 @@ use crate::proto::external_scaler_server::ExternalScalerServer;
 use crate::service::ScalerService;
 use crate::source::{HttpScraper, SourceContext};
 use crate::telemetry::Telemetry;
+use crate::tls::{ReloadingTlsConfig, TlsError, TlsOptions};
 
 /// Where to listen and how to behave.
 #[derive(Debug, Clone)]
@@ -29,6 +35,20 @@ pub struct ServerOptions {
     pub http_addr: SocketAddr,
     /// Scaler-side configuration.
     pub config: ScalerConfig,
+    /// TLS for the gRPC listener; `None` serves plaintext h2c.
+    pub tls: Option<TlsOptions>,
+}
+
+impl ServerOptions {
+    /// Plaintext gRPC on `grpc_addr`, admin HTTP on `http_addr`.
+    pub fn new(grpc_addr: SocketAddr, http_addr: SocketAddr, config: ScalerConfig) -> Self {
+        ServerOptions {
+            grpc_addr,
+            http_addr,
+            config,
+            tls: None,
+        }
+    }
 }
 
 /// Why the server could not start.
@@ -50,6 +70,12 @@ pub enum StartError {
     /// Reflection descriptors could not be loaded.
     #[error("cannot build gRPC reflection: {0}")]
     Reflection(#[from] tonic_reflection::server::Error),
+    /// The TLS certificate, key or client CA could not be loaded.
+    #[error("cannot start TLS on the gRPC listener: {0}")]
+    Tls(#[from] TlsError),
+    /// The outbound allowlist is invalid.
+    #[error("invalid outbound config: {0}")]
+    Outbound(String),
 }
 
 /// A running server.
@@ -74,9 +100,31 @@ impl RunningServer {
     /// Bind both listeners and start serving.
     pub async fn start(options: ServerOptions) -> Result<RunningServer, StartError> {
         let telemetry = Arc::new(Telemetry::new());
-        let ctx = SourceContext {
-            http: HttpScraper::new(HTTP_TIMEOUT, options.config.max_response_bytes)?,
-        };
+        let outbound = Arc::new(
+            options
+                .config
+                .outbound
+                .policy()
+                .map_err(StartError::Outbound)?,
+        );
+        if outbound.is_restricted() {
+            tracing::info!(outbound = %outbound.summary(), "outbound allowlist in force");
+        } else {
+            tracing::warn!(
+                "no outbound allowlist configured: any ScaledObject can make the scaler connect to any host except link-local and cloud metadata addresses; set `outbound.allow` in --config"
+            );
+        }
+        let tls = options
+            .tls
+            .clone()
+            .map(ReloadingTlsConfig::load)
+            .transpose()?
+            .map(Arc::new);
+        let ctx = SourceContext::new(HttpScraper::with_outbound(
+            HTTP_TIMEOUT,
+            options.config.max_response_bytes,
+            outbound,
+        )?);
         let pollers = PollerRegistry::new(ctx, telemetry.clone());
         let cache = Arc::new(DecisionCache::new(
             pollers,
@@ -107,17 +155,32 @@ impl RunningServer {
         let scaler = ScalerService::new(cache.clone(), telemetry.clone(), shutdown.clone());
 
         let grpc_shutdown = shutdown.clone();
+        let grpc_tls = tls.clone();
         let grpc = tokio::spawn(async move {
-            let result = tonic::transport::Server::builder()
+            let router = tonic::transport::Server::builder()
                 .add_service(ExternalScalerServer::new(scaler))
                 .add_service(health_service)
                 .add_service(reflection_v1)
-                .add_service(reflection_v1alpha)
-                .serve_with_incoming_shutdown(
-                    TcpListenerStream::new(grpc_listener),
-                    grpc_shutdown.cancelled_owned(),
-                )
-                .await;
+                .add_service(reflection_v1alpha);
+            let result = match grpc_tls {
+                // Our own accept loop rather than tonic's ServerTlsConfig,
+                // which cannot swap certificates on a running server.
+                Some(tls) => {
+                    let incoming =
+                        crate::tls::incoming(grpc_listener, tls, grpc_shutdown.clone());
+                    router
+                        .serve_with_incoming_shutdown(incoming, grpc_shutdown.cancelled_owned())
+                        .await
+                }
+                None => {
+                    router
+                        .serve_with_incoming_shutdown(
+                            TcpListenerStream::new(grpc_listener),
+                            grpc_shutdown.cancelled_owned(),
+                        )
+                        .await
+                }
+            };
             // Keep the reporter alive for the server's lifetime.
             drop(health_reporter);
             result
@@ -135,8 +198,19 @@ impl RunningServer {
                 .await
         });
         tokio::spawn(cache.clone().run_janitor(shutdown.clone()));
+        let grpc_security = match &tls {
+            Some(tls) => {
+                tokio::spawn(tls.clone().run_reloader(shutdown.clone()));
+                if tls.options().client_ca.is_some() {
+                    "mTLS (client certificates required)"
+                } else {
+                    "TLS"
+                }
+            }
+            None => "plaintext",
+        };
         ready.store(true, Ordering::Relaxed);
-        tracing::info!(%grpc_addr, %http_addr, "backlog-scaler serving");
+        tracing::info!(%grpc_addr, grpc = grpc_security, %http_addr, admin = "plaintext HTTP", "backlog-scaler serving");
         Ok(RunningServer {
             grpc_addr,
             http_addr,

@@ -14,7 +14,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 
-use crate::cache::{DecisionCache, Evaluation, TriggerEntry};
+use crate::cache::{DecisionCache, Evaluation, RegisterError, TriggerEntry};
 use crate::error::ScalerError;
 use crate::fusion::Decision;
 use crate::proto::external_scaler_server::ExternalScaler;
@@ -55,10 +55,17 @@ impl ScalerService {
         } = object;
         self.cache
             .get_or_register(namespace.clone(), name.clone(), scaler_metadata)
-            .map_err(|errors| ScalerError::InvalidMetadata {
-                namespace,
-                name,
-                errors,
+            .map_err(|error| match error {
+                RegisterError::Metadata(errors) => ScalerError::InvalidMetadata {
+                    namespace,
+                    name,
+                    errors,
+                },
+                RegisterError::Denied(denied) => ScalerError::PermissionDenied {
+                    namespace,
+                    name,
+                    denied,
+                },
             })
     }
 
@@ -85,10 +92,19 @@ impl ScalerService {
             Err(status) => status.code(),
         };
         self.telemetry.record_grpc(method, code);
-        if let Err(status) = &result
-            && status.code() == tonic::Code::InvalidArgument
-        {
-            tracing::debug!(method, error = status.message(), "rejected request");
+        if let Err(status) = &result {
+            match status.code() {
+                tonic::Code::InvalidArgument => {
+                    tracing::debug!(method, error = status.message(), "rejected request");
+                }
+                // A ScaledObject pointing the scaler somewhere it may not go
+                // is worth an operator's attention; the message names the
+                // targets and rules (metadata carries no credentials).
+                tonic::Code::PermissionDenied => {
+                    tracing::warn!(method, error = status.message(), "refused outbound target");
+                }
+                _ => {}
+            }
         }
         result
     }

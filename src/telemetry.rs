@@ -3,7 +3,8 @@
 //! | metric | type | labels | meaning |
 //! |---|---|---|---|
 //! | `backlog_scaler_backlog` | gauge | namespace, name, metric | fused value `B` last computed per trigger |
-//! | `backlog_scaler_backlog_component` | gauge | namespace, name, metric, component | each term: `waiting`, `running`, `running_term`, `demand` |
+//! | `backlog_scaler_backlog_component` | gauge | namespace, name, metric, component | each term: `waiting`, `running`, `running_term`, `demand`, `ttft_seconds`, `latency_term`, `kv_cache_usage`, `kv_term`, `gpu_utilization` (absent when not configured) |
+//! | `backlog_scaler_guard_fired` | gauge | namespace, name, metric, guard | 1 when a guard set `B`: `latency`, `kv_cache`, `gpu_busy_hold`, `gpu_idle_veto` |
 //! | `backlog_scaler_desired_replicas` | gauge | namespace, name, metric | `ceil(B/T)` |
 //! | `backlog_scaler_active` | gauge | namespace, name, metric | 1 when `B > activationBacklog` |
 //! | `backlog_scaler_replicas_reporting` | gauge | namespace, name, metric | engine pods in the last reading |
@@ -29,7 +30,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use crate::fusion::Decision;
+use crate::fusion::{Decision, Driver, GpuAction};
 use crate::source::PollOutcome;
 
 /// Labels of per-trigger series.
@@ -70,7 +71,26 @@ struct GrpcLabels {
 
 type FloatGauge = Gauge<f64, AtomicU64>;
 
-const COMPONENTS: [&str; 4] = ["waiting", "running", "running_term", "demand"];
+const COMPONENTS: [&str; 9] = [
+    "waiting",
+    "running",
+    "running_term",
+    "demand",
+    "ttft_seconds",
+    "latency_term",
+    "kv_cache_usage",
+    "kv_term",
+    "gpu_utilization",
+];
+const GUARDS: [&str; 4] = ["latency", "kv_cache", "gpu_busy_hold", "gpu_idle_veto"];
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GuardLabels {
+    namespace: String,
+    name: String,
+    metric: String,
+    guard: &'static str,
+}
 
 /// All self-metrics and their registry.
 #[derive(Debug)]
@@ -78,6 +98,7 @@ pub struct Telemetry {
     registry: Registry,
     backlog: Family<TriggerLabels, FloatGauge>,
     component: Family<ComponentLabels, FloatGauge>,
+    guard: Family<GuardLabels, Gauge>,
     desired_replicas: Family<TriggerLabels, Gauge>,
     active: Family<TriggerLabels, Gauge>,
     replicas_reporting: Family<TriggerLabels, Gauge>,
@@ -109,6 +130,7 @@ impl Telemetry {
         let t = Telemetry {
             backlog: Family::default(),
             component: Family::default(),
+            guard: Family::default(),
             desired_replicas: Family::default(),
             active: Family::default(),
             replicas_reporting: Family::default(),
@@ -191,15 +213,43 @@ impl Telemetry {
         self.backlog.get_or_create(labels).set(decision.backlog);
         let c = &decision.components;
         let values = [
-            c.waiting,
+            Some(c.waiting),
             c.running,
-            c.running_term.unwrap_or(0.0),
-            c.demand,
+            c.running_term,
+            Some(c.demand),
+            c.ttft_seconds,
+            c.latency_term,
+            c.kv_cache_usage,
+            c.kv_term,
+            c.gpu_utilization,
         ];
         for (component, value) in COMPONENTS.into_iter().zip(values) {
-            self.component
-                .get_or_create(&component_labels(labels, component))
-                .set(value);
+            let component_labels = component_labels(labels, component);
+            match value {
+                Some(value) => {
+                    self.component.get_or_create(&component_labels).set(value);
+                }
+                // Absent (not configured, or no requests in the TTFT window):
+                // no series rather than a 0 a dashboard would misread.
+                None => {
+                    self.component.remove(&component_labels);
+                }
+            }
+        }
+        for (guard, fired) in [
+            ("latency", c.driver == Driver::Latency),
+            ("kv_cache", c.driver == Driver::KvCache),
+            ("gpu_busy_hold", c.gpu_action == Some(GpuAction::BusyHold)),
+            ("gpu_idle_veto", c.gpu_action == Some(GpuAction::IdleVeto)),
+        ] {
+            self.guard
+                .get_or_create(&GuardLabels {
+                    namespace: labels.namespace.clone(),
+                    name: labels.name.clone(),
+                    metric: labels.metric.clone(),
+                    guard,
+                })
+                .set(i64::from(fired));
         }
         self.desired_replicas
             .get_or_create(labels)
@@ -233,6 +283,14 @@ impl Telemetry {
         self.backlog.remove(labels);
         for component in COMPONENTS {
             self.component.remove(&component_labels(labels, component));
+        }
+        for guard in GUARDS {
+            self.guard.remove(&GuardLabels {
+                namespace: labels.namespace.clone(),
+                name: labels.name.clone(),
+                metric: labels.metric.clone(),
+                guard,
+            });
         }
         self.desired_replicas.remove(labels);
         self.active.remove(labels);

@@ -111,6 +111,64 @@ fn write_python_repr(out: &mut String, v: f64) {
     }
 }
 
+/// prometheus-cpp's `WriteValue(double)` (Triton): a C++ stream at precision 16 in the default
+/// float field, i.e. `printf("%.16g")`: `3`, `0.87`, `117386`, `618.1`, `1e+16`, `1e-05`, with
+/// prometheus-cpp's own spellings `Nan`, `+Inf`, `-Inf`.
+pub fn format_cpp_double(v: f64) -> String {
+    let mut out = String::with_capacity(24);
+    write_cpp_double(&mut out, v);
+    out
+}
+
+/// [`format_cpp_double`] appending to a buffer.
+pub(crate) fn write_cpp_double(out: &mut String, v: f64) {
+    const PRECISION: i32 = 16;
+    if v.is_nan() {
+        out.push_str("Nan");
+        return;
+    }
+    if v.is_infinite() {
+        out.push_str(if v < 0.0 { "-Inf" } else { "+Inf" });
+        return;
+    }
+    if v == 0.0 {
+        out.push_str(if v.is_sign_negative() { "-0" } else { "0" });
+        return;
+    }
+    // %g: X is the exponent %e would print at precision P-1; fixed notation when -4 <= X < P.
+    let sci = format!("{v:.*e}", (PRECISION - 1) as usize);
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if (-4..PRECISION).contains(&exp) {
+        let fixed = format!("{v:.*}", (PRECISION - 1 - exp) as usize);
+        out.push_str(strip_fraction_zeros(&fixed));
+    } else {
+        out.push_str(strip_fraction_zeros(mantissa));
+        let _ = write!(out, "e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs());
+    }
+}
+
+/// `%g` drops trailing zeros of the fraction, and the point when nothing is left after it.
+fn strip_fraction_zeros(s: &str) -> &str {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        s
+    }
+}
+
+/// Go's `fmt.Sprintf("%f", v)` (dcgm-exporter's double fields): always six decimals, `NaN`,
+/// `+Inf`, `-Inf`.
+pub(crate) fn write_go_f(out: &mut String, v: f64) {
+    if v.is_nan() {
+        out.push_str("NaN");
+    } else if v.is_infinite() {
+        out.push_str(if v < 0.0 { "-Inf" } else { "+Inf" });
+    } else {
+        let _ = write!(out, "{v:.6}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::format_float;
@@ -176,5 +234,45 @@ mod tests {
         for (v, want) in cases {
             assert_eq!(format_float(*v), *want, "value {v:?}");
         }
+    }
+
+    #[test]
+    fn cpp_precision_16_like_prometheus_cpp() {
+        use super::format_cpp_double;
+        let cases: &[(f64, &str)] = &[
+            (0.0, "0"),
+            (3.0, "3"),
+            (161.0, "161"),
+            (0.87, "0.87"),
+            (117_386.0, "117386"),
+            (10_771.0, "10771"),
+            (618.1, "618.1"),
+            (0.1 + 0.2, "0.3"),
+            (1.0 / 3.0, "0.3333333333333333"),
+            (1_799.999_999_999_999_8, "1800"),
+            (85_520_809_984.0, "85520809984"),
+            (1e15, "1000000000000000"),
+            (1e16, "1e+16"),
+            (1.5e17, "1.5e+17"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (-2.5, "-2.5"),
+            (f64::NAN, "Nan"),
+            (f64::INFINITY, "+Inf"),
+            (f64::NEG_INFINITY, "-Inf"),
+        ];
+        for (v, want) in cases {
+            assert_eq!(format_cpp_double(*v), *want, "value {v:?}");
+        }
+    }
+
+    #[test]
+    fn go_percent_f() {
+        let mut s = String::new();
+        for v in [0.853211, 612.345, 0.0, 1.0 / 3.0] {
+            super::write_go_f(&mut s, v);
+            s.push(' ');
+        }
+        assert_eq!(s, "0.853211 612.345000 0.000000 0.333333 ");
     }
 }

@@ -41,12 +41,12 @@ type Family<T, V> = (&'static str, &'static str, fn(&T) -> V);
 /// Picks one histogram out of a series.
 type HistogramOf = fn(&ModelMetrics) -> &Histogram;
 
-struct Writer {
-    out: String,
+pub(super) struct Writer {
+    pub(super) out: String,
 }
 
 impl Writer {
-    fn header(&mut self, name: &str, suffix: &str, help: &str, kind: &str) {
+    pub(super) fn header(&mut self, name: &str, suffix: &str, help: &str, kind: &str) {
         self.out.push_str("# HELP ");
         self.out.push_str(name);
         self.out.push_str(suffix);
@@ -67,7 +67,7 @@ impl Writer {
     }
 
     /// One sample line; `labels` must already be sorted by name, as `sorted(labels.items())` is.
-    fn sample(&mut self, name: &str, suffix: &str, labels: &[(&str, &str)], value: f64) {
+    pub(super) fn sample(&mut self, name: &str, suffix: &str, labels: &[(&str, &str)], value: f64) {
         debug_assert!(
             labels.windows(2).all(|w| w[0].0 < w[1].0),
             "unsorted labels {labels:?}"
@@ -132,7 +132,7 @@ impl Writer {
     }
 }
 
-fn bound_labels(bounds: &[f64]) -> Vec<String> {
+pub(super) fn bound_labels(bounds: &[f64]) -> Vec<String> {
     bounds.iter().map(|b| super::format_float(*b)).collect()
 }
 

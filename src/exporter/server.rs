@@ -1,33 +1,27 @@
 //! One fake engine pod: an axum server on 127.0.0.1 answering `GET /metrics` like vLLM's API
-//! server, with switches for the failure modes a scraper must survive (bad bodies, error
-//! statuses, a pod that goes away and comes back on the same address).
+//! server (or SGLang, Triton, TGI: [`FakeVllmPod::set_engine`]), with switches for the failure
+//! modes a scraper must survive (bad bodies, error statuses, a pod that goes away and comes back
+//! on the same address).
 
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
 
 use axum::Router;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use tokio::net::{TcpListener, TcpSocket};
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 
-use super::render::{VLLM_CONTENT_TYPE, render_vllm_metrics};
+use super::engine::{EngineKind, render_engine_metrics};
+use super::http::Endpoint;
 use super::state::{ModelLoad, PodState};
-
-/// How long `restart` keeps retrying a bind that fails with "address in use".
-const REBIND_FOR: Duration = Duration::from_secs(5);
-/// How long `stop` waits for open connections to drain before cutting them.
-const DRAIN_FOR: Duration = Duration::from_secs(2);
 
 #[derive(Default)]
 struct Shared {
     state: Mutex<PodState>,
+    engine: Mutex<EngineKind>,
     body_override: Mutex<Option<String>>,
     status_override: Mutex<Option<u16>>,
     scrapes: AtomicU64,
@@ -38,16 +32,13 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-struct Running {
-    shutdown: oneshot::Sender<()>,
-    task: JoinHandle<()>,
-}
-
 /// A fake engine pod: an HTTP server on loopback serving GET /metrics (and 404 elsewhere).
+///
+/// It speaks vLLM by default; [`set_engine`](Self::set_engine) makes the same state render as
+/// SGLang, Triton or TGI (body and `Content-Type`).
 pub struct FakeVllmPod {
     shared: Arc<Shared>,
-    addr: SocketAddr,
-    running: Option<Running>,
+    endpoint: Endpoint,
 }
 
 impl FakeVllmPod {
@@ -63,24 +54,33 @@ impl FakeVllmPod {
             state: Mutex::new(state),
             ..Shared::default()
         });
-        let listener = bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))?;
-        let addr = listener.local_addr()?;
-        let running = Some(serve(listener, shared.clone()));
-        Ok(FakeVllmPod {
-            shared,
-            addr,
-            running,
-        })
+        let router = Router::new()
+            .route("/metrics", get(metrics))
+            .fallback(not_found)
+            .with_state(shared.clone());
+        let endpoint = Endpoint::start(router, "fake engine pod")?;
+        Ok(FakeVllmPod { shared, endpoint })
     }
 
     /// The bound address (kept across [`stop`](Self::stop) / [`restart`](Self::restart)).
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.endpoint.addr()
     }
 
     /// `"http://127.0.0.1:PORT/metrics"`.
     pub fn metrics_url(&self) -> String {
-        format!("http://{}/metrics", self.addr)
+        format!("http://{}/metrics", self.addr())
+    }
+
+    /// Serve `kind`'s exposition of the same state from the next scrape on (default
+    /// [`EngineKind::Vllm`]).
+    pub fn set_engine(&self, kind: EngineKind) {
+        *lock(&self.shared.engine) = kind;
+    }
+
+    /// The engine currently served.
+    pub fn engine(&self) -> EngineKind {
+        *lock(&self.shared.engine)
     }
 
     /// [`PodState::set_load`] under the lock.
@@ -98,9 +98,10 @@ impl FakeVllmPod {
         lock(&self.shared.state).clone()
     }
 
-    /// The body a scrape would get right now (ignoring overrides).
+    /// The body a scrape would get right now (ignoring overrides), for the current engine.
     pub fn render(&self) -> String {
-        render_vllm_metrics(&lock(&self.shared.state))
+        let kind = self.engine();
+        render_engine_metrics(kind, &lock(&self.shared.state))
     }
 
     /// Serve this exact body instead of the rendered one (malformed-data tests); None restores.
@@ -123,7 +124,7 @@ impl FakeVllmPod {
 
     /// Whether the pod is listening (false between `stop` and `restart`).
     pub fn is_running(&self) -> bool {
-        self.running.is_some()
+        self.endpoint.is_running()
     }
 
     /// Stop listening (connections refused) but keep state.
@@ -131,81 +132,20 @@ impl FakeVllmPod {
     /// Returns once the listening socket is closed; in-flight requests get up to two seconds to
     /// finish and idle keep-alive connections are closed.
     pub async fn stop(&mut self) {
-        if let Some(Running { shutdown, mut task }) = self.running.take() {
-            let _ = shutdown.send(());
-            // axum drops the listener as soon as it sees the signal, then waits for connections.
-            if tokio::time::timeout(DRAIN_FOR, &mut task).await.is_err() {
-                task.abort();
-                let _ = task.await;
-            }
-        }
+        self.endpoint.stop().await;
     }
 
     /// Listen again on the same port with the same state.
     pub async fn restart(&mut self) -> io::Result<()> {
-        self.stop().await;
-        let deadline = tokio::time::Instant::now() + REBIND_FOR;
-        let listener = loop {
-            match bind(self.addr) {
-                Ok(listener) => break listener,
-                Err(e)
-                    if e.kind() == io::ErrorKind::AddrInUse
-                        && tokio::time::Instant::now() < deadline =>
-                {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-                Err(e) => return Err(e),
-            }
-        };
-        self.running = Some(serve(listener, self.shared.clone()));
-        Ok(())
+        self.endpoint.restart().await
     }
-}
-
-impl Drop for FakeVllmPod {
-    fn drop(&mut self) {
-        if let Some(Running { shutdown, task }) = self.running.take() {
-            // Graceful: the server task closes the listener and exits on its own.
-            let _ = shutdown.send(());
-            drop(task);
-        }
-    }
-}
-
-/// SO_REUSEADDR lets `restart` take the port back while old connections sit in TIME_WAIT.
-fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
-    let socket = TcpSocket::new_v4()?;
-    socket.set_reuseaddr(true)?;
-    socket.bind(addr)?;
-    socket.listen(1024)
-}
-
-fn serve(listener: TcpListener, shared: Arc<Shared>) -> Running {
-    let (shutdown, rx) = oneshot::channel::<()>();
-    let app = Router::new()
-        .route("/metrics", get(metrics))
-        .fallback(not_found)
-        .with_state(shared);
-    let task = tokio::spawn(async move {
-        let server = axum::serve(listener, app).with_graceful_shutdown(async move {
-            // A dropped sender also means shut down.
-            let _ = rx.await;
-        });
-        if let Err(e) = server.await {
-            tracing::warn!(error = %e, "fake vLLM pod server failed");
-        }
-    });
-    Running { shutdown, task }
 }
 
 async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
     shared.scrapes.fetch_add(1, Ordering::Relaxed);
     let status = *lock(&shared.status_override);
     let body = lock(&shared.body_override).clone();
-    let content_type = [(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(VLLM_CONTENT_TYPE),
-    )];
+    let kind = *lock(&shared.engine);
     match status {
         Some(code) => {
             let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -217,7 +157,11 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
             (status, plain, body).into_response()
         }
         None => {
-            let body = body.unwrap_or_else(|| render_vllm_metrics(&lock(&shared.state)));
+            let body = body.unwrap_or_else(|| render_engine_metrics(kind, &lock(&shared.state)));
+            let content_type = [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(kind.content_type()),
+            )];
             (StatusCode::OK, content_type, body).into_response()
         }
     }
@@ -239,6 +183,7 @@ async fn not_found() -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::TcpStream;
 

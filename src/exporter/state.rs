@@ -26,6 +26,60 @@ pub(crate) const HTTP_HIGHR_BUCKETS: [f64; 21] = [
 /// prometheus-fastapi-instrumentator's `latency_lowr_buckets` default.
 pub(crate) const HTTP_LOWR_BUCKETS: [f64; 3] = [0.1, 0.5, 1.0];
 
+/// `sglang:time_to_first_token_seconds` bounds (SGLang's default `--bucket-time-to-first-token`).
+pub const SGLANG_TTFT_BUCKETS: [f64; 18] = [
+    0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 20.0, 40.0, 60.0, 80.0, 100.0, 200.0,
+    400.0,
+];
+/// `sglang:inter_token_latency_seconds` bounds.
+pub const SGLANG_ITL_BUCKETS: [f64; 23] = [
+    0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040, 0.060, 0.080,
+    0.100, 0.200, 0.400, 0.600, 0.800, 1.000, 2.000, 4.000, 6.000, 8.000,
+];
+/// `sglang:e2e_request_latency_seconds` bounds: the TTFT list extended to 2400 s.
+pub const SGLANG_E2E_BUCKETS: [f64; 22] = [
+    0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 20.0, 40.0, 60.0, 80.0, 100.0, 200.0,
+    400.0, 600.0, 1200.0, 1800.0, 2400.0,
+];
+/// Triton's default `nv_inference_first_response_histogram_ms` bounds, in milliseconds.
+pub const TRITON_FIRST_RESPONSE_MS_BUCKETS: [f64; 4] = [100.0, 500.0, 2000.0, 5000.0];
+/// TGI's bounds for every histogram whose name ends in `duration`: 1e-4 * 1.5^k for k = 1..=35,
+/// computed by repeated multiplication exactly as the router does, so the float noise
+/// (`0.00015000000000000001`) matches.
+pub const TGI_DURATION_BUCKETS: [f64; 35] = tgi_duration_buckets();
+/// The fake TGI's `--max-input-tokens` (TGI's historical default).
+pub const TGI_MAX_INPUT_TOKENS: u32 = 1024;
+/// The fake TGI's `--max-total-tokens` (TGI's historical default).
+pub const TGI_MAX_TOTAL_TOKENS: u32 = 2048;
+/// `tgi_request_input_length` bounds: `max_input_tokens / 100 * i`, i = 1..=100.
+pub const TGI_INPUT_LENGTH_BUCKETS: [f64; 100] = tgi_linear_buckets(TGI_MAX_INPUT_TOKENS);
+/// `tgi_request_generated_tokens` bounds: `max_total_tokens / 100 * i`, i = 1..=100.
+pub const TGI_GENERATED_TOKENS_BUCKETS: [f64; 100] = tgi_linear_buckets(TGI_MAX_TOTAL_TOKENS);
+/// What the fake TGI spends validating a request, observed into `tgi_request_validation_duration`.
+pub const TGI_VALIDATION_SECONDS: f64 = 0.0004;
+
+const fn tgi_duration_buckets() -> [f64; 35] {
+    let mut out = [0.0; 35];
+    let mut value = 0.0001;
+    let mut i = 0;
+    while i < out.len() {
+        value *= 1.5;
+        out[i] = value;
+        i += 1;
+    }
+    out
+}
+
+const fn tgi_linear_buckets(max: u32) -> [f64; 100] {
+    let mut out = [0.0; 100];
+    let mut i = 0;
+    while i < out.len() {
+        out[i] = (max as f64 / 100.0) * (i + 1) as f64;
+        i += 1;
+    }
+    out
+}
+
 /// Seconds between process start and the engine's metrics being created: a real pod spends this
 /// loading weights and profiling memory, so `_created` is well after `process_start_time_seconds`.
 pub(crate) const ENGINE_METRICS_AFTER_START: f64 = 41.5;
@@ -153,12 +207,116 @@ impl Histogram {
         self.sum += v * n as f64;
     }
 
+    /// Add another histogram's observations into this one. Bounds are assumed equal (both
+    /// come from the same constant); extra buckets of a longer `other` go to `+Inf`.
+    pub(crate) fn merge(&mut self, other: &Histogram) {
+        let last = self.counts.len() - 1;
+        for (i, c) in other.counts.iter().enumerate() {
+            self.counts[i.min(last)] += c;
+        }
+        self.sum += other.sum;
+    }
+
     /// Overwrite the state directly, for tests that want exact bucket values. `counts` must have
     /// one entry per bound plus one for `+Inf`; a wrong length is padded or truncated.
     pub fn set(&mut self, counts: &[u64], sum: f64) {
         self.counts = counts.to_vec();
         self.counts.resize(self.bounds.len() + 1, 0);
         self.sum = sum;
+    }
+}
+
+/// The same finished requests as vLLM's histograms, bucketed the way the other engines bucket
+/// them (see [`render_engine_metrics`](super::render_engine_metrics)).
+///
+/// Every [`PodState::record_finished`] observes into these as well as into vLLM's histograms, so
+/// one test drive serves every engine. [`Histogram::set`] on a vLLM histogram does not touch them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineHistograms {
+    /// `sglang:time_to_first_token_seconds` ([`SGLANG_TTFT_BUCKETS`]).
+    pub sglang_ttft: Histogram,
+    /// `sglang:inter_token_latency_seconds` ([`SGLANG_ITL_BUCKETS`]), one observation per output
+    /// token after the first, like vLLM's.
+    pub sglang_itl: Histogram,
+    /// `sglang:e2e_request_latency_seconds` ([`SGLANG_E2E_BUCKETS`]).
+    pub sglang_e2e: Histogram,
+    /// `nv_inference_first_response_histogram_ms`: TTFT in milliseconds
+    /// ([`TRITON_FIRST_RESPONSE_MS_BUCKETS`]).
+    pub triton_first_response_ms: Histogram,
+    /// `tgi_request_duration`: the e2e latency.
+    pub tgi_request_duration: Histogram,
+    /// `tgi_request_validation_duration`: [`TGI_VALIDATION_SECONDS`] per request.
+    pub tgi_validation_duration: Histogram,
+    /// `tgi_request_queue_duration`. TGI exports no TTFT; the fake has no separate queue time
+    /// and observes the request's TTFT here (i.e. it models prefill as instantaneous).
+    pub tgi_queue_duration: Histogram,
+    /// `tgi_request_inference_duration`: e2e minus TTFT.
+    pub tgi_inference_duration: Histogram,
+    /// `tgi_request_mean_time_per_token_duration`: (e2e - TTFT) / generated tokens.
+    pub tgi_mean_time_per_token: Histogram,
+    /// `tgi_request_input_length`: prompt tokens ([`TGI_INPUT_LENGTH_BUCKETS`]).
+    pub tgi_input_length: Histogram,
+    /// `tgi_request_generated_tokens`: generated tokens ([`TGI_GENERATED_TOKENS_BUCKETS`]).
+    pub tgi_generated_tokens: Histogram,
+}
+
+impl Default for EngineHistograms {
+    fn default() -> Self {
+        Self {
+            sglang_ttft: Histogram::new(&SGLANG_TTFT_BUCKETS),
+            sglang_itl: Histogram::new(&SGLANG_ITL_BUCKETS),
+            sglang_e2e: Histogram::new(&SGLANG_E2E_BUCKETS),
+            triton_first_response_ms: Histogram::new(&TRITON_FIRST_RESPONSE_MS_BUCKETS),
+            tgi_request_duration: Histogram::new(&TGI_DURATION_BUCKETS),
+            tgi_validation_duration: Histogram::new(&TGI_DURATION_BUCKETS),
+            tgi_queue_duration: Histogram::new(&TGI_DURATION_BUCKETS),
+            tgi_inference_duration: Histogram::new(&TGI_DURATION_BUCKETS),
+            tgi_mean_time_per_token: Histogram::new(&TGI_DURATION_BUCKETS),
+            tgi_input_length: Histogram::new(&TGI_INPUT_LENGTH_BUCKETS),
+            tgi_generated_tokens: Histogram::new(&TGI_GENERATED_TOKENS_BUCKETS),
+        }
+    }
+}
+
+impl EngineHistograms {
+    fn record(&mut self, ttft: f64, e2e: f64, itl: Option<f64>, prompt: u64, generation: u64) {
+        self.sglang_ttft.observe(ttft);
+        self.sglang_e2e.observe(e2e);
+        if let Some(itl) = itl {
+            self.sglang_itl.observe_n(itl, generation - 1);
+        }
+        self.triton_first_response_ms.observe(ttft * 1000.0);
+        let inference = (e2e - ttft).max(0.0);
+        self.tgi_request_duration.observe(e2e);
+        self.tgi_validation_duration.observe(TGI_VALIDATION_SECONDS);
+        self.tgi_queue_duration.observe(ttft);
+        self.tgi_inference_duration.observe(inference);
+        if generation > 0 {
+            self.tgi_mean_time_per_token
+                .observe(inference / generation as f64);
+        }
+        self.tgi_input_length.observe(prompt as f64);
+        self.tgi_generated_tokens.observe(generation as f64);
+    }
+
+    /// Add `other`'s observations (same bounds) into `self`, for engines that do not split a
+    /// model's series the way vLLM's `engine` label does.
+    pub(crate) fn merge(&mut self, other: &EngineHistograms) {
+        self.sglang_ttft.merge(&other.sglang_ttft);
+        self.sglang_itl.merge(&other.sglang_itl);
+        self.sglang_e2e.merge(&other.sglang_e2e);
+        self.triton_first_response_ms
+            .merge(&other.triton_first_response_ms);
+        self.tgi_request_duration.merge(&other.tgi_request_duration);
+        self.tgi_validation_duration
+            .merge(&other.tgi_validation_duration);
+        self.tgi_queue_duration.merge(&other.tgi_queue_duration);
+        self.tgi_inference_duration
+            .merge(&other.tgi_inference_duration);
+        self.tgi_mean_time_per_token
+            .merge(&other.tgi_mean_time_per_token);
+        self.tgi_input_length.merge(&other.tgi_input_length);
+        self.tgi_generated_tokens.merge(&other.tgi_generated_tokens);
     }
 }
 
@@ -187,6 +345,8 @@ pub struct ModelMetrics {
     pub itl: Histogram,
     /// `vllm:e2e_request_latency_seconds`.
     pub e2e: Histogram,
+    /// The same requests in SGLang's, Triton's and TGI's buckets and units.
+    pub engine_histograms: EngineHistograms,
 }
 
 impl ModelMetrics {
@@ -204,6 +364,7 @@ impl ModelMetrics {
             ttft: Histogram::new(&TTFT_BUCKETS),
             itl: Histogram::new(&ITL_BUCKETS),
             e2e: Histogram::new(&E2E_BUCKETS),
+            engine_histograms: EngineHistograms::default(),
         }
     }
 
@@ -232,10 +393,12 @@ impl ModelMetrics {
         self.ttft.observe(ttft);
         self.e2e.observe(e2e);
         // vLLM observes one inter-token gap per output token after the first.
-        if generation > 1 {
-            let itl = ((e2e - ttft) / (generation - 1) as f64).max(0.0);
+        let itl = (generation > 1).then(|| ((e2e - ttft) / (generation - 1) as f64).max(0.0));
+        if let Some(itl) = itl {
             self.itl.observe_n(itl, generation - 1);
         }
+        self.engine_histograms
+            .record(ttft, e2e, itl, prompt, generation);
         self.prompt_tokens += prompt as f64;
         self.generation_tokens += generation as f64;
         // Every prompt token is looked up in the prefix cache; hits are left to the caller.
@@ -318,6 +481,16 @@ pub struct PodState {
     pub process: ProcessInfo,
     pub(crate) http: HttpStats,
     start_time: f64,
+    /// Tensor-parallel degree (default 1). SGLang repeats every scheduler gauge once per
+    /// `tp_rank` with the same value; Triton reports one `nv_gpu_*` series per GPU. vLLM is
+    /// unaffected (one series per data-parallel engine whatever the TP).
+    pub tensor_parallel: usize,
+    /// GPU busy fraction (0–1) for Triton's `nv_gpu_utilization` (every GPU of the pod reads
+    /// the same). The Python servers and TGI export no GPU metrics.
+    pub gpu_utilization: f64,
+    /// Triton's `--metrics-config histogram_latencies=true`: expose
+    /// `nv_inference_first_response_histogram_ms`. Off by default, as in Triton.
+    pub triton_histogram_latencies: bool,
 }
 
 impl Default for PodState {
@@ -340,6 +513,9 @@ impl PodState {
             process: ProcessInfo::default(),
             http: HttpStats::default(),
             start_time,
+            tensor_parallel: 1,
+            gpu_utilization: 0.0,
+            triton_histogram_latencies: false,
         }
     }
 

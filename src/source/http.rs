@@ -3,11 +3,13 @@
 
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::Url;
 
 use super::SourceError;
+use super::outbound::{OutboundDenied, OutboundPolicy, PolicyResolver};
 
 /// Default cap on a scraped body. A vLLM pod with a few models exposes well
 /// under 1 MiB; the cap stops a misdirected target from exhausting memory.
@@ -123,6 +125,45 @@ impl ScrapeTarget {
     }
 }
 
+impl ScrapeTarget {
+    /// Check the host this target names against `policy` (a name against
+    /// the host patterns, an IP literal against the CIDRs and the refused
+    /// defaults). No DNS: resolved addresses are checked at connect time.
+    pub fn check_outbound(&self, policy: &OutboundPolicy) -> Result<(), OutboundDenied> {
+        match self {
+            ScrapeTarget::Static(url) => policy.check_url(url),
+            ScrapeTarget::Dns { host, .. } => policy.check_host(host),
+        }
+    }
+
+    /// [`Self::resolve`], with the policy applied: the name must be admitted
+    /// and every address it resolves to allowed. A refused address is an
+    /// error, not dropped: each address is a pod, and a reading that
+    /// silently misses pods would under-count.
+    pub async fn resolve_checked(&self, policy: &OutboundPolicy) -> Result<Vec<Url>, SourceError> {
+        let denied = |d: OutboundDenied| SourceError::Upstream {
+            target: self.to_string(),
+            reason: d.to_string(),
+        };
+        self.check_outbound(policy).map_err(denied)?;
+        let urls = self.resolve().await?;
+        if let ScrapeTarget::Dns { host, .. } = self {
+            for url in &urls {
+                if let Some(ip) = url_ip(url) {
+                    policy
+                        .check_addr(ip)
+                        .map_err(|d| OutboundDenied {
+                            target: format!("{ip} (resolved from {host})"),
+                            rule: d.rule,
+                        })
+                        .map_err(denied)?;
+                }
+            }
+        }
+        Ok(urls)
+    }
+}
+
 impl fmt::Display for ScrapeTarget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -132,18 +173,73 @@ impl fmt::Display for ScrapeTarget {
     }
 }
 
+/// Credentials for an HTTP upstream (a Prometheus server), from the
+/// scaler-side config, never from metadata. Debug output redacts secrets.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct RequestAuth {
+    /// `Authorization: Bearer <token>`.
+    pub bearer_token: Option<String>,
+    /// HTTP basic auth: username and password.
+    pub basic: Option<(String, String)>,
+    /// Extra headers (e.g. `X-Scope-OrgID` for Thanos or Mimir tenants).
+    pub headers: Vec<(String, String)>,
+}
+
+impl fmt::Debug for RequestAuth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RequestAuth")
+            .field("bearer_token", &self.bearer_token.as_ref().map(|_| "<redacted>"))
+            .field("basic", &self.basic.as_ref().map(|(user, _)| (user, "<redacted>")))
+            .field("headers", &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl RequestAuth {
+    fn apply(&self, mut request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        if let Some(token) = &self.bearer_token {
+            request = request.bearer_auth(token);
+        }
+        if let Some((user, password)) = &self.basic {
+            request = request.basic_auth(user, Some(password));
+        }
+        for (name, value) in &self.headers {
+            request = request.header(name.as_str(), value.as_str());
+        }
+        request
+    }
+}
+
 /// A shared HTTP client with a per-request timeout and a body cap.
 #[derive(Debug, Clone)]
 pub struct HttpScraper {
     client: reqwest::Client,
     max_response_bytes: usize,
+    outbound: Arc<OutboundPolicy>,
 }
 
 impl HttpScraper {
     /// Build the client. `timeout` bounds connect plus the whole response.
+    /// Only the refused default addresses are blocked (no allowlist); the
+    /// server uses [`Self::with_outbound`].
     pub fn new(
         timeout: Duration,
         max_response_bytes: usize,
+    ) -> Result<HttpScraper, reqwest::Error> {
+        Self::with_outbound(
+            timeout,
+            max_response_bytes,
+            Arc::new(OutboundPolicy::allow_all()),
+        )
+    }
+
+    /// Build the client enforcing `outbound` on every connection: names go
+    /// through a resolver that drops refused addresses, IP-literal URLs are
+    /// checked before the request (they bypass the resolver).
+    pub fn with_outbound(
+        timeout: Duration,
+        max_response_bytes: usize,
+        outbound: Arc<OutboundPolicy>,
     ) -> Result<HttpScraper, reqwest::Error> {
         let client = reqwest::Client::builder()
             .timeout(timeout)
@@ -151,26 +247,52 @@ impl HttpScraper {
             // A scrape target that redirects is misconfigured; following it
             // would let a target send the scaler anywhere.
             .redirect(reqwest::redirect::Policy::none())
+            // The policy is applied where addresses are resolved; a proxy
+            // would resolve the target itself, out of our sight.
+            .no_proxy()
+            .dns_resolver(Arc::new(PolicyResolver::new(outbound.clone())))
             .user_agent(concat!("backlog-scaler/", env!("CARGO_PKG_VERSION")))
             .build()?;
         Ok(HttpScraper {
             client,
             max_response_bytes,
+            outbound,
         })
+    }
+
+    /// The outbound policy this client enforces.
+    pub fn outbound(&self) -> &Arc<OutboundPolicy> {
+        &self.outbound
     }
 
     /// GET `url` and return its body as text, or an error naming the URL.
     pub async fn get_text(&self, url: &Url) -> Result<String, SourceError> {
+        self.get_text_with(url, None).await
+    }
+
+    /// GET `url` with credentials from a scaler-side profile.
+    pub async fn get_text_with(&self, url: &Url, auth: Option<&RequestAuth>) -> Result<String, SourceError> {
         let upstream = |reason: String| SourceError::Upstream {
             target: url.to_string(),
             reason,
         };
-        let mut response = self
+        // An IP-literal URL (a dns+ discovered pod among them) never reaches
+        // the resolver: check the address here.
+        if let Some(ip) = url_ip(url)
+            && let Err(denied) = self.outbound.check_addr(ip)
+        {
+            return Err(upstream(denied.to_string()));
+        }
+        let mut request = self
             .client
             .get(url.clone())
             // vLLM ignores Accept; engines that negotiate then answer classic
             // text, which avoids client_python's OpenMetrics name-escaping bug.
-            .header("accept", "text/plain;version=0.0.4;q=1,*/*;q=0.1")
+            .header("accept", "text/plain;version=0.0.4;q=1,*/*;q=0.1");
+        if let Some(auth) = auth {
+            request = auth.apply(request);
+        }
+        let mut response = request
             .send()
             .await
             .map_err(|e| upstream(describe_reqwest_error(&e)))?;
@@ -208,6 +330,15 @@ impl HttpScraper {
             ),
         })
     }
+}
+
+/// The address of an IP-literal URL.
+fn url_ip(url: &Url) -> Option<IpAddr> {
+    let host = url.host_str()?;
+    host.trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse()
+        .ok()
 }
 
 /// reqwest's Display hides the cause ("error sending request"); the chain

@@ -2,6 +2,8 @@
 //! ports, fake vLLM pods, and a tonic client generated from our proto.
 #![allow(dead_code)]
 
+pub mod prometheus;
+
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -15,11 +17,11 @@ use tonic::transport::Channel;
 pub const MODEL: &str = "meta-llama/Llama-3.1-8B-Instruct";
 
 pub async fn start_server(config: ScalerConfig) -> RunningServer {
-    RunningServer::start(ServerOptions {
-        grpc_addr: "127.0.0.1:0".parse().expect("addr"),
-        http_addr: "127.0.0.1:0".parse().expect("addr"),
+    RunningServer::start(ServerOptions::new(
+        "127.0.0.1:0".parse().expect("addr"),
+        "127.0.0.1:0".parse().expect("addr"),
         config,
-    })
+    ))
     .await
     .expect("server starts")
 }

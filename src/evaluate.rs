@@ -1,0 +1,343 @@
+//! From the sources' states to one [`Evaluation`]: freshness, the rules that
+//! turn readings into signals (what an empty PromQL answer means, which
+//! signals a trigger requires), the TTFT window, then the pure fusion.
+//!
+//! Pure given its inputs and `now`; the trigger task in `cache` owns the
+//! [`TriggerMemory`] that carries the TTFT window across evaluations.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+use crate::fusion::{self, Decision, Signals};
+use crate::latency::{TtftSnapshot, TtftWindow};
+use crate::poller::SignalState;
+use crate::source::{EngineReading, PromQuery, QueryReading, Reading, SourceSpec};
+use crate::trigger::{EngineInput, GpuInput, PromSignals, TriggerSpec};
+
+/// The state of one trigger's number.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Status {
+    /// No source has answered yet.
+    Pending,
+    /// A value, valid until `valid_until`.
+    Ready {
+        /// The fused decision.
+        decision: Decision,
+        /// When the oldest reading behind it passes `maxSignalAgeSeconds`.
+        valid_until: Instant,
+    },
+    /// No value can be given.
+    Unavailable(String),
+}
+
+/// How one source stood at an evaluation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SignalReport {
+    /// The source.
+    pub source: SourceSpec,
+    /// The source's label.
+    pub label: String,
+    /// The source's state at evaluation time.
+    pub state: Arc<SignalState>,
+}
+
+/// Why a trigger has no value to give.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unavailable(pub String);
+
+/// One evaluation of a trigger.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Evaluation {
+    /// The outcome.
+    pub status: Status,
+    /// A source is failing and its last good reading is held.
+    pub degraded: bool,
+    /// Per source, what the evaluation saw.
+    pub signals: Vec<SignalReport>,
+    /// When it was computed.
+    pub evaluated_at: SystemTime,
+}
+
+impl Evaluation {
+    /// The evaluation of a trigger no source has answered yet.
+    pub fn pending() -> Evaluation {
+        Evaluation {
+            status: Status::Pending,
+            degraded: false,
+            signals: Vec::new(),
+            evaluated_at: SystemTime::now(),
+        }
+    }
+
+    /// The decision if it is still valid at `now`.
+    pub fn decision_at(&self, now: Instant) -> Result<Decision, Unavailable> {
+        match &self.status {
+            Status::Ready { decision, valid_until } if now <= *valid_until => Ok(*decision),
+            Status::Ready { .. } => Err(Unavailable(
+                "the last good reading has passed maxSignalAgeSeconds".to_owned(),
+            )),
+            Status::Pending => Err(Unavailable("no reading from any source yet".to_owned())),
+            Status::Unavailable(reason) => Err(Unavailable(reason.clone())),
+        }
+    }
+
+    /// `pending`, `ok`, `degraded` or `unavailable`.
+    pub fn kind(&self) -> &'static str {
+        match (&self.status, self.degraded) {
+            (Status::Pending, _) => "pending",
+            (Status::Ready { .. }, false) => "ok",
+            (Status::Ready { .. }, true) => "degraded",
+            (Status::Unavailable(_), _) => "unavailable",
+        }
+    }
+}
+
+/// State a trigger keeps across evaluations; rebuilt from scratch on restart.
+#[derive(Debug, Default)]
+pub struct TriggerMemory {
+    ttft: TtftWindow,
+}
+
+/// Combine the sources' states into an evaluation.
+pub fn evaluate(spec: &TriggerSpec, signals: Vec<SignalReport>, memory: &mut TriggerMemory, now: Instant) -> Evaluation {
+    let max_age = spec.max_signal_age;
+    let mut problems = Vec::new();
+    let mut pending = false;
+    let mut degraded = false;
+    let mut oldest: Option<Instant> = None;
+    let mut fresh: HashMap<&SourceSpec, (&Reading, Instant)> = HashMap::new();
+    for report in &signals {
+        let state = &report.state;
+        let last_error = state.last_failure.as_ref().map(|f| f.value.to_string()).unwrap_or_default();
+        let Some(good) = &state.last_good else {
+            if state.failing() {
+                problems.push(format!(
+                    "{}: no successful reading yet ({} failed polls; last error: {last_error})",
+                    report.label, state.consecutive_failures
+                ));
+            } else {
+                pending = true;
+            }
+            continue;
+        };
+        let age = now.saturating_duration_since(good.at);
+        if age > max_age {
+            problems.push(format!(
+                "{}: last good reading is {}s old, past maxSignalAgeSeconds={} ({} failed polls; last error: {last_error})",
+                report.label,
+                age.as_secs(),
+                max_age.as_secs(),
+                state.consecutive_failures
+            ));
+            continue;
+        }
+        degraded |= state.failing();
+        oldest = Some(oldest.map_or(good.at, |o| o.min(good.at)));
+        fresh.insert(&report.source, (&good.value, good.at));
+    }
+    let status = if !problems.is_empty() {
+        Status::Unavailable(problems.join("; "))
+    } else if pending {
+        Status::Pending
+    } else {
+        match (assemble(spec, &fresh, memory), oldest) {
+            (Ok(signals), Some(oldest)) => Status::Ready {
+                decision: fusion::fuse(&spec.fusion, &signals),
+                valid_until: oldest + max_age,
+            },
+            (Ok(_), None) => Status::Unavailable("the trigger has no sources".to_owned()),
+            (Err(reason), _) => Status::Unavailable(reason),
+        }
+    };
+    Evaluation {
+        status,
+        degraded,
+        signals,
+        evaluated_at: SystemTime::now(),
+    }
+}
+
+type Fresh<'a> = HashMap<&'a SourceSpec, (&'a Reading, Instant)>;
+
+/// Turn fresh readings into the fusion's inputs, applying each signal's rules.
+fn assemble(spec: &TriggerSpec, fresh: &Fresh<'_>, memory: &mut TriggerMemory) -> Result<Signals, String> {
+    let mut signals = match &spec.engine {
+        EngineInput::Scrape(source) => {
+            let key = SourceSpec::Engine(source.clone());
+            let Some((Reading::Engine(reading), at)) = fresh.get(&key) else {
+                return Err(format!("{}: no reading", source.label()));
+            };
+            engine_signals(spec, reading, *at, memory)?
+        }
+        EngineInput::Prometheus(queries) => prometheus_signals(spec, queries, fresh)?,
+    };
+    signals.gpu_utilization = match &spec.gpu {
+        None => None,
+        Some(GpuInput::Scrape(source)) => {
+            let key = SourceSpec::Dcgm(source.clone());
+            let Some((Reading::Gpu(reading), _)) = fresh.get(&key) else {
+                return Err(format!("{}: no reading", source.label()));
+            };
+            match reading.mean_utilization() {
+                Some(u) => Some(u),
+                // No engine pods: no GPUs of theirs either, and nothing to guard.
+                None if signals.replicas_reporting == 0 => None,
+                None => {
+                    return Err(format!(
+                        "{}: no GPU matched while {} engine pods report; check podSelectorRegex and namespace",
+                        source.label(),
+                        signals.replicas_reporting
+                    ));
+                }
+            }
+        }
+        Some(GpuInput::Prometheus(query)) => {
+            let replicas_zero = signals.replicas_reporting == 0;
+            single_value(query, fresh, "gpuUtilQuery", replicas_zero)?
+        }
+    };
+    Ok(signals)
+}
+
+fn engine_signals(spec: &TriggerSpec, reading: &EngineReading, at: Instant, memory: &mut TriggerMemory) -> Result<Signals, String> {
+    let fusion = &spec.fusion;
+    let running = reading.running();
+    if fusion.running_per_replica.is_some()
+        && running.is_none()
+        && let Some(pod) = reading.pods.iter().find(|p| p.running.is_none())
+    {
+        return Err(format!("{}: no running-requests gauge (runningPerReplica is set)", pod.target));
+    }
+    let kv_cache_usage = reading.kv_cache_usage();
+    if fusion.kv_cache_target.is_some()
+        && kv_cache_usage.is_none()
+        && let Some(pod) = reading.pods.iter().find(|p| p.kv_cache_usage.is_none())
+    {
+        return Err(format!("{}: no KV-cache usage gauge (kvCacheTarget is set)", pod.target));
+    }
+    let ttft_seconds = if fusion.latency.is_some() {
+        memory.ttft.push(
+            TtftSnapshot {
+                at,
+                pods: reading
+                    .pods
+                    .iter()
+                    .filter_map(|p| p.ttft.as_ref().map(|b| (p.target.clone(), b.clone())))
+                    .collect(),
+            },
+            spec.ttft.window,
+        );
+        memory.ttft.quantile(spec.ttft.quantile)
+    } else {
+        None
+    };
+    Ok(Signals {
+        waiting: reading.waiting(),
+        running,
+        replicas_reporting: reading.pods.len(),
+        ttft_seconds,
+        kv_cache_usage,
+        gpu_utilization: None,
+    })
+}
+
+/// The PromQL rules (docs/decisions/0006): sums (`W`, `R`) add their series;
+/// every other signal must be one series. An empty answer is 0 (or "no
+/// value") only when `replicasQuery` answers an explicit 0; otherwise it is a
+/// lost target, never read as 0 (KEDA issue 3065). TTFT is the exception:
+/// empty or NaN means no requests in the window, so the guard is off.
+fn prometheus_signals(spec: &TriggerSpec, queries: &PromSignals, fresh: &Fresh<'_>) -> Result<Signals, String> {
+    let replicas = match query_reading(&queries.replicas, fresh)?.series.as_slice() {
+        [] => None,
+        [one] if one.value.is_finite() && one.value >= 0.0 => Some(one.value.round() as usize),
+        [one] => return Err(format!("replicasQuery `{}` returned {}, not a count", queries.replicas.query, one.value)),
+        more => {
+            return Err(format!(
+                "replicasQuery `{}` returned {} series; it must return one",
+                queries.replicas.query,
+                more.len()
+            ));
+        }
+    };
+    let zero_replicas = replicas == Some(0);
+    let waiting = summed(&queries.waiting, fresh, "waitingQuery", zero_replicas)?;
+    let running = match &queries.running {
+        Some(q) => Some(summed(q, fresh, "runningQuery", zero_replicas)?),
+        None => None,
+    };
+    let kv_cache_usage = match &queries.kv_cache {
+        Some(q) => single_value(q, fresh, "kvCacheQuery", zero_replicas)?,
+        None => None,
+    };
+    let ttft_seconds = match &queries.ttft {
+        Some(q) => match query_reading(q, fresh)?.series.as_slice() {
+            [] => None,
+            [one] => Some(one.value).filter(|v| v.is_finite()),
+            more => return Err(format!("ttftQuery `{}` returned {} series; it must return one", q.query, more.len())),
+        },
+        None => None,
+    };
+    let needs_n = spec.fusion.latency.is_some() || spec.fusion.kv_cache_target.is_some() || spec.fusion.gpu.is_some();
+    let replicas_reporting = match replicas {
+        Some(n) => n,
+        None if needs_n => {
+            return Err(format!(
+                "replicasQuery `{}` returned no series; the replica count is needed by the latency, KV-cache and GPU guards",
+                queries.replicas.query
+            ));
+        }
+        None => 0,
+    };
+    Ok(Signals {
+        waiting,
+        running,
+        replicas_reporting,
+        ttft_seconds,
+        kv_cache_usage,
+        gpu_utilization: None,
+    })
+}
+
+fn query_reading<'a>(query: &PromQuery, fresh: &'a Fresh<'_>) -> Result<&'a QueryReading, String> {
+    match fresh.get(&SourceSpec::Prometheus(query.clone())) {
+        Some((Reading::Query(reading), _)) => Ok(reading),
+        _ => Err(format!("{}: no reading", query.label())),
+    }
+}
+
+fn empty_error(key: &str, query: &PromQuery) -> String {
+    format!(
+        "{key} `{}` returned no series and replicasQuery does not say 0 replicas are up: a lost target is not zero work",
+        query.query
+    )
+}
+
+fn summed(query: &PromQuery, fresh: &Fresh<'_>, key: &str, zero_replicas: bool) -> Result<f64, String> {
+    let reading = query_reading(query, fresh)?;
+    if reading.series.is_empty() {
+        return if zero_replicas { Ok(0.0) } else { Err(empty_error(key, query)) };
+    }
+    let mut total = 0.0;
+    for series in &reading.series {
+        if !series.value.is_finite() || series.value < 0.0 {
+            return Err(format!("{key} `{}` returned {} for {}, not a count", query.query, series.value, series.labels));
+        }
+        total += series.value;
+    }
+    Ok(total)
+}
+
+fn single_value(query: &PromQuery, fresh: &Fresh<'_>, key: &str, zero_replicas: bool) -> Result<Option<f64>, String> {
+    match query_reading(query, fresh)?.series.as_slice() {
+        [] if zero_replicas => Ok(None),
+        [] => Err(empty_error(key, query)),
+        [one] if one.value.is_finite() && one.value >= 0.0 => Ok(Some(one.value)),
+        [one] => Err(format!("{key} `{}` returned {}", query.query, one.value)),
+        more => Err(format!("{key} `{}` returned {} series; it must return one", query.query, more.len())),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,246 @@
+//! Evaluation tests: freshness, holding, the PromQL empty-result rule, the
+//! TTFT window across evaluations.
+
+use std::time::Duration;
+
+use super::*;
+use crate::poller::Timed;
+use crate::source::engine::Buckets;
+use crate::source::prometheus::SeriesValue;
+use crate::source::{Engine, PodReading, SourceError};
+
+fn spec(md: &[(&str, &str)]) -> TriggerSpec {
+    TriggerSpec::from_metadata(md.iter().copied()).expect("valid")
+}
+
+fn scrape_spec() -> TriggerSpec {
+    spec(&[
+        ("vllmTargets", "http://127.0.0.1:1/metrics"),
+        ("targetBacklogPerReplica", "10"),
+        ("runningPerReplica", "32"),
+        ("pollIntervalSeconds", "5"),
+    ])
+}
+
+fn pod(waiting: f64, running: f64) -> PodReading {
+    PodReading {
+        target: "t".into(),
+        waiting,
+        running: Some(running),
+        kv_cache_usage: Some(0.5),
+        ttft: None,
+    }
+}
+
+fn engine_reading(pods: Vec<PodReading>, at: Instant) -> Timed<Reading> {
+    Timed {
+        value: Reading::Engine(EngineReading {
+            engine: Engine::Vllm,
+            pods,
+            malformed_lines: 0,
+        }),
+        at,
+        wall: SystemTime::now(),
+    }
+}
+
+fn failure(at: Instant) -> Timed<SourceError> {
+    Timed {
+        value: SourceError::Upstream {
+            target: "t".into(),
+            reason: "connect failed: Connection refused".into(),
+        },
+        at,
+        wall: SystemTime::now(),
+    }
+}
+
+fn reports(spec: &TriggerSpec, states: Vec<SignalState>) -> Vec<SignalReport> {
+    spec.sources()
+        .into_iter()
+        .zip(states)
+        .map(|(source, state)| SignalReport {
+            label: source.label(),
+            source,
+            state: Arc::new(state),
+        })
+        .collect()
+}
+
+fn good(value: Timed<Reading>) -> SignalState {
+    SignalState {
+        last_good: Some(value),
+        ..SignalState::default()
+    }
+}
+
+#[test]
+fn fresh_reading_is_ready() {
+    let now = Instant::now();
+    let s = scrape_spec();
+    let e = evaluate(&s, reports(&s, vec![good(engine_reading(vec![pod(10.0, 32.0)], now))]), &mut TriggerMemory::default(), now);
+    let d = e.decision_at(now).expect("ready");
+    assert_eq!(d.backlog, 20.0);
+    assert!(!e.degraded);
+    assert_eq!(e.kind(), "ok");
+}
+
+#[test]
+fn failing_source_holds_last_good_until_max_age_then_unavailable() {
+    let t0 = Instant::now();
+    let s = scrape_spec();
+    let state = SignalState {
+        last_good: Some(engine_reading(vec![pod(10.0, 0.0)], t0)),
+        last_failure: Some(failure(t0 + Duration::from_secs(5))),
+        consecutive_failures: 1,
+    };
+    let mut memory = TriggerMemory::default();
+    let held = evaluate(&s, reports(&s, vec![state.clone()]), &mut memory, t0 + Duration::from_secs(5));
+    assert!(held.degraded);
+    assert_eq!(held.decision_at(t0 + Duration::from_secs(5)).expect("held").backlog, 10.0);
+    // The held value expires at max age even if nobody re-evaluates.
+    assert!(held.decision_at(t0 + Duration::from_secs(16)).is_err());
+    let lost = evaluate(&s, reports(&s, vec![state]), &mut memory, t0 + Duration::from_secs(16));
+    let err = lost.decision_at(t0 + Duration::from_secs(16)).expect_err("stale");
+    assert!(err.0.contains("maxSignalAgeSeconds=15"), "{err}");
+    assert!(err.0.contains("Connection refused"), "{err}");
+}
+
+#[test]
+fn no_reading_yet_is_pending_and_first_failure_is_unavailable() {
+    let now = Instant::now();
+    let s = scrape_spec();
+    let pending = evaluate(&s, reports(&s, vec![SignalState::default()]), &mut TriggerMemory::default(), now);
+    assert_eq!(pending.status, Status::Pending);
+    let failed = evaluate(
+        &s,
+        reports(
+            &s,
+            vec![SignalState {
+                last_failure: Some(failure(now)),
+                consecutive_failures: 1,
+                ..SignalState::default()
+            }],
+        ),
+        &mut TriggerMemory::default(),
+        now,
+    );
+    let err = failed.decision_at(now).expect_err("unavailable");
+    assert!(err.0.contains("no successful reading yet"), "{err}");
+}
+
+#[test]
+fn required_gauges_missing_on_a_pod_make_the_trigger_unavailable() {
+    let now = Instant::now();
+    let s = spec(&[
+        ("vllmTargets", "http://127.0.0.1:1/metrics"),
+        ("targetBacklogPerReplica", "10"),
+        ("kvCacheTarget", "0.8"),
+    ]);
+    let mut p = pod(1.0, 1.0);
+    p.kv_cache_usage = None;
+    let e = evaluate(&s, reports(&s, vec![good(engine_reading(vec![p], now))]), &mut TriggerMemory::default(), now);
+    let err = e.decision_at(now).expect_err("no kv");
+    assert!(err.0.contains("KV-cache"), "{err}");
+}
+
+fn ttft_pod(counts: &[f64]) -> PodReading {
+    PodReading {
+        ttft: Some(Buckets {
+            bounds: vec![0.5, 1.0, 2.0, 4.0, f64::INFINITY],
+            counts: counts.to_vec(),
+        }),
+        ..pod(5.0, 0.0)
+    }
+}
+
+#[test]
+fn ttft_window_feeds_the_latency_guard_across_evaluations() {
+    let t0 = Instant::now();
+    let s = spec(&[
+        ("vllmTargets", "http://127.0.0.1:1/metrics"),
+        ("targetBacklogPerReplica", "10"),
+        ("ttftSloSeconds", "1"),
+        ("pollIntervalSeconds", "5"),
+    ]);
+    let mut memory = TriggerMemory::default();
+    let first = evaluate(&s, reports(&s, vec![good(engine_reading(vec![ttft_pod(&[0.0, 0.0, 0.0, 0.0, 0.0])], t0))]), &mut memory, t0);
+    let d = first.decision_at(t0).expect("ready");
+    assert_eq!(d.components.ttft_seconds, None, "one snapshot: no window yet");
+    assert_eq!(d.backlog, 5.0);
+    let t1 = t0 + Duration::from_secs(5);
+    // 20 requests, all in (2, 4]: p95 = 2 + 2·19/20 = 3.9 s > 1.1 → guard: T·n·min(3.9, 2) = 20
+    let second = evaluate(&s, reports(&s, vec![good(engine_reading(vec![ttft_pod(&[0.0, 0.0, 0.0, 20.0, 20.0])], t1))]), &mut memory, t1);
+    let d = second.decision_at(t1).expect("ready");
+    assert_eq!(d.components.ttft_seconds, Some(3.9));
+    assert_eq!(d.backlog, 20.0);
+    // Re-evaluating the same reading (a tick) does not double-count.
+    let again = evaluate(&s, reports(&s, vec![good(engine_reading(vec![ttft_pod(&[0.0, 0.0, 0.0, 20.0, 20.0])], t1))]), &mut memory, t1);
+    assert_eq!(again.decision_at(t1).expect("ready").components.ttft_seconds, Some(3.9));
+}
+
+fn prom_spec() -> TriggerSpec {
+    spec(&[
+        ("prometheusAddress", "http://127.0.0.1:9/"),
+        ("targetBacklogPerReplica", "10"),
+        ("runningPerReplica", "32"),
+    ])
+}
+
+fn query_state(query: &str, values: &[f64], at: Instant) -> SignalState {
+    good(Timed {
+        value: Reading::Query(QueryReading {
+            query: query.to_owned(),
+            series: values
+                .iter()
+                .map(|v| SeriesValue {
+                    labels: "{}".into(),
+                    value: *v,
+                })
+                .collect(),
+        }),
+        at,
+        wall: SystemTime::now(),
+    })
+}
+
+/// States for waiting, running, replicas (the order of `sources()`).
+fn prom_eval(waiting: &[f64], running: &[f64], replicas: &[f64]) -> Result<Decision, Unavailable> {
+    let now = Instant::now();
+    let s = prom_spec();
+    let states = vec![
+        query_state("w", waiting, now),
+        query_state("r", running, now),
+        query_state("n", replicas, now),
+    ];
+    evaluate(&s, reports(&s, states), &mut TriggerMemory::default(), now).decision_at(now)
+}
+
+#[test]
+fn prometheus_sums_series_of_summed_signals() {
+    let d = prom_eval(&[3.0, 4.0], &[32.0, 32.0], &[2.0]).expect("ready");
+    assert_eq!(d.backlog, 7.0 + 20.0);
+    assert_eq!(d.components.replicas_reporting, 2);
+}
+
+#[test]
+fn prometheus_empty_result_is_zero_only_when_replicas_say_zero() {
+    // Explicit 0 replicas: empty W and R are a measured zero → inactive.
+    let d = prom_eval(&[], &[], &[0.0]).expect("zero replicas");
+    assert_eq!(d.backlog, 0.0);
+    assert!(!d.active);
+    // Replicas unknown (empty): a lost target is not zero work.
+    let err = prom_eval(&[], &[], &[]).expect_err("lost");
+    assert!(err.0.contains("waitingQuery") && err.0.contains("lost target"), "{err}");
+    // Replicas up but W empty: also lost.
+    let err = prom_eval(&[], &[5.0], &[3.0]).expect_err("lost");
+    assert!(err.0.contains("waitingQuery"), "{err}");
+}
+
+#[test]
+fn prometheus_single_value_signals_refuse_several_series() {
+    let err = prom_eval(&[1.0], &[1.0], &[1.0, 2.0]).expect_err("two replica series");
+    assert!(err.0.contains("replicasQuery") && err.0.contains("2 series"), "{err}");
+    let err = prom_eval(&[f64::NAN], &[1.0], &[1.0]).expect_err("NaN count");
+    assert!(err.0.contains("NaN"), "{err}");
+}

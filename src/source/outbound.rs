@@ -1,0 +1,822 @@
+//! Where sources may connect: the outbound allowlist (`outbound` in the
+//! `--config` file) and the refused defaults.
+//!
+//! Any ScaledObject author can name a target in trigger metadata, and the
+//! scaler, which runs in KEDA's namespace, will connect to it. The operator
+//! bounds that here. Two kinds of entry, in one `allow` list:
+//!
+//! - **host patterns** (`vllm-*.inference.svc`, `*.svc.cluster.local`,
+//!   `localhost`) are matched against the name a target is written with. A
+//!   leading `*.` matches one or more labels; a `*` anywhere else matches
+//!   within one label. Matching ignores case and a trailing dot.
+//! - **CIDRs** (`10.0.0.0/8`, `127.0.0.1/32`, `fd00::/8`; a bare address is a
+//!   single host) are matched against addresses.
+//!
+//! The rules, with an allowlist configured:
+//!
+//! 1. A target written as a **name** must match a host pattern. If the list
+//!    has no host pattern at all, names pass and their addresses decide.
+//! 2. A target written as an **IP address** must be inside a CIDR.
+//! 3. Every **address connected to** (what a name resolved to, at connect
+//!    time, after DNS) must be inside a CIDR. If the list has no CIDR at all,
+//!    addresses of names admitted by rule 1 pass.
+//! 4. The **refused defaults** ([`REFUSED_BY_DEFAULT`]: link-local and cloud
+//!    metadata addresses, the unspecified address) apply to every address,
+//!    with or without an allowlist. One is lifted by `allowLinkLocal: true`
+//!    (the link-local and metadata ranges) or by an `allow` CIDR that lies
+//!    inside it (`169.254.169.254/32`); a broad CIDR such as `0.0.0.0/0` does
+//!    not lift it.
+//!
+//! Without an allowlist only rule 4 applies (the server warns once at
+//! start-up). Rules 1–2 are checked when a trigger is registered, so a
+//! refused target in metadata is `PERMISSION_DENIED` at GetMetricSpec time;
+//! rules 3–4 are checked by the HTTP client's resolver and before every
+//! connection to an IP address, so a name cannot smuggle in a forbidden
+//! address.
+//!
+//! Brokers and other sources call the same checks: [`OutboundPolicy::check_url`]
+//! or [`OutboundPolicy::check_host`] for what the metadata names, and
+//! [`OutboundPolicy::check_addr`] (or [`OutboundPolicy::resolve`]) for every
+//! address before connecting to it.
+
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+
+use reqwest::Url;
+use serde::Deserialize;
+
+/// The `outbound` section of the `--config` file.
+///
+/// ```yaml
+/// outbound:
+///   allow:
+///     - "*.svc.cluster.local"
+///     - "vllm-*.inference.svc"
+///     - 10.0.0.0/8
+///     - 127.0.0.1/32
+///   allowLinkLocal: false
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OutboundConfig {
+    /// Host patterns and CIDRs that sources may connect to. A name target
+    /// must match a host pattern (`*.svc.cluster.local`: a leading `*.` is
+    /// one or more labels, another `*` stays within a label); an IP target
+    /// and every address a name resolves to must be inside a CIDR
+    /// (`10.0.0.0/8`; a bare address is one host). A list without host
+    /// patterns lets any name through whose addresses are all inside a CIDR;
+    /// a list without CIDRs leaves the addresses of allowed names unchecked
+    /// (but for the refused defaults). Absent: every target is allowed except
+    /// the refused defaults, and the server warns at start-up. Present but
+    /// empty: every target is refused.
+    #[serde(default)]
+    pub allow: Option<Vec<String>>,
+    /// Lift the default refusal of link-local and cloud metadata addresses
+    /// (`169.254.0.0/16`, `fe80::/10`, `fd00:ec2::254`). Default `false`.
+    /// Prefer an explicit `allow` entry (`169.254.10.0/24`) that lifts only
+    /// the addresses you mean.
+    #[serde(default)]
+    pub allow_link_local: bool,
+}
+
+impl OutboundConfig {
+    /// Validate the entries and build the policy. The error names the entry.
+    pub fn policy(&self) -> Result<OutboundPolicy, String> {
+        OutboundPolicy::new(self.allow.as_deref(), self.allow_link_local)
+    }
+}
+
+/// An IP network: an address and a prefix length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Cidr {
+    addr: IpAddr,
+    prefix: u8,
+}
+
+impl Cidr {
+    /// A network; host bits of `addr` are cleared. `None` if `prefix` is too
+    /// long for the address family.
+    pub fn new(addr: IpAddr, prefix: u8) -> Option<Cidr> {
+        let addr = match addr {
+            IpAddr::V4(v4) if prefix <= 32 => {
+                IpAddr::V4(Ipv4Addr::from(u32::from(v4) & mask32(prefix)))
+            }
+            IpAddr::V6(v6) if prefix <= 128 => {
+                IpAddr::V6(Ipv6Addr::from(u128::from(v6) & mask128(prefix)))
+            }
+            _ => return None,
+        };
+        Some(Cidr { addr, prefix })
+    }
+
+    const fn v4(a: u8, b: u8, c: u8, d: u8, prefix: u8) -> Cidr {
+        Cidr {
+            addr: IpAddr::V4(Ipv4Addr::new(a, b, c, d)),
+            prefix,
+        }
+    }
+
+    const fn v6(segments: [u16; 8], prefix: u8) -> Cidr {
+        let [a, b, c, d, e, f, g, h] = segments;
+        Cidr {
+            addr: IpAddr::V6(Ipv6Addr::new(a, b, c, d, e, f, g, h)),
+            prefix,
+        }
+    }
+
+    /// Whether `ip` is inside this network (same family only).
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        match (self.addr, ip) {
+            (IpAddr::V4(net), IpAddr::V4(ip)) => {
+                u32::from(ip) & mask32(self.prefix) == u32::from(net)
+            }
+            (IpAddr::V6(net), IpAddr::V6(ip)) => {
+                u128::from(ip) & mask128(self.prefix) == u128::from(net)
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether every address of `self` is inside `other`.
+    pub fn is_within(&self, other: &Cidr) -> bool {
+        self.prefix >= other.prefix && other.contains(self.addr)
+    }
+}
+
+fn mask32(prefix: u8) -> u32 {
+    u32::MAX.checked_shl(32 - u32::from(prefix)).unwrap_or(0)
+}
+
+fn mask128(prefix: u8) -> u128 {
+    u128::MAX.checked_shl(128 - u32::from(prefix)).unwrap_or(0)
+}
+
+impl fmt::Display for Cidr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.addr, self.prefix)
+    }
+}
+
+impl std::str::FromStr for Cidr {
+    type Err = String;
+
+    /// `10.0.0.0/8`, `fd00::/8`, or a bare address (a single host).
+    fn from_str(text: &str) -> Result<Cidr, String> {
+        let (addr, prefix) = match text.split_once('/') {
+            Some((addr, prefix)) => (addr, Some(prefix)),
+            None => (text, None),
+        };
+        let addr = addr.trim_start_matches('[').trim_end_matches(']');
+        let addr: IpAddr = addr
+            .parse()
+            .map_err(|_| format!("`{text}` is not an IP address or CIDR"))?;
+        if let IpAddr::V6(v6) = addr
+            && v6.to_ipv4_mapped().is_some()
+        {
+            return Err(format!(
+                "`{text}` is an IPv4-mapped IPv6 address; write the IPv4 form"
+            ));
+        }
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        let prefix = match prefix {
+            None => max,
+            Some(p) => p
+                .parse::<u8>()
+                .ok()
+                .filter(|p| *p <= max)
+                .ok_or_else(|| format!("`{text}`: the prefix length must be 0 to {max}"))?,
+        };
+        Cidr::new(addr, prefix).ok_or_else(|| format!("`{text}` is not a valid CIDR"))
+    }
+}
+
+/// A range refused unless explicitly allowed.
+#[derive(Debug, Clone, Copy)]
+pub struct RefusedRange {
+    /// The network.
+    pub network: Cidr,
+    /// What it is, for the error message.
+    pub what: &'static str,
+    /// Lifted by `allowLinkLocal: true`.
+    pub link_local: bool,
+}
+
+/// Addresses no source connects to unless the config explicitly allows them:
+/// link-local and cloud metadata endpoints (credentials of the node or its
+/// cloud identity live there) and the unspecified address (which reaches the
+/// scaler's own host).
+pub const REFUSED_BY_DEFAULT: &[RefusedRange] = &[
+    RefusedRange {
+        network: Cidr::v4(169, 254, 0, 0, 16),
+        what: "IPv4 link-local; 169.254.169.254 is the cloud metadata service",
+        link_local: true,
+    },
+    RefusedRange {
+        network: Cidr::v6([0xfe80, 0, 0, 0, 0, 0, 0, 0], 10),
+        what: "IPv6 link-local",
+        link_local: true,
+    },
+    RefusedRange {
+        network: Cidr::v6([0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x0254], 128),
+        what: "the AWS metadata service over IPv6",
+        link_local: true,
+    },
+    RefusedRange {
+        network: Cidr::v4(0, 0, 0, 0, 8),
+        what: "the unspecified IPv4 range, which reaches this host",
+        link_local: false,
+    },
+    RefusedRange {
+        network: Cidr::v6([0, 0, 0, 0, 0, 0, 0, 0], 128),
+        what: "the unspecified IPv6 address, which reaches this host",
+        link_local: false,
+    },
+];
+
+/// A host pattern: labels, where a leading `*` label stands for one or more
+/// labels and a `*` inside a label for any run of characters in that label.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostPattern {
+    text: String,
+    labels: Vec<String>,
+}
+
+impl HostPattern {
+    /// Parse a pattern; the error says what is wrong.
+    pub fn parse(text: &str) -> Result<HostPattern, String> {
+        let normalized = text.trim().trim_end_matches('.').to_ascii_lowercase();
+        if normalized.is_empty() {
+            return Err("an empty entry".to_owned());
+        }
+        let labels: Vec<String> = normalized.split('.').map(str::to_owned).collect();
+        for label in &labels {
+            let valid = !label.is_empty()
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'*'));
+            if !valid {
+                return Err(format!(
+                    "`{text}` is neither a CIDR nor a host pattern (labels of letters, digits, `-`, `_` and `*`)"
+                ));
+            }
+        }
+        Ok(HostPattern {
+            text: normalized,
+            labels,
+        })
+    }
+
+    /// Whether `name` matches (case-insensitive, trailing dot ignored).
+    pub fn matches(&self, name: &str) -> bool {
+        let name = name.trim_end_matches('.').to_ascii_lowercase();
+        let names: Vec<&str> = name.split('.').collect();
+        let (first, rest) = match self.labels.split_first() {
+            Some(split) => split,
+            None => return false,
+        };
+        if first == "*" {
+            // `*.a.b`: one or more labels, then exactly `a.b`.
+            if names.len() <= rest.len() {
+                return false;
+            }
+            let tail = &names[names.len() - rest.len()..];
+            return rest.iter().zip(tail).all(|(p, n)| glob(p, n));
+        }
+        names.len() == self.labels.len() && self.labels.iter().zip(&names).all(|(p, n)| glob(p, n))
+    }
+}
+
+impl fmt::Display for HostPattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// `*` matches any run of characters (within one label).
+fn glob(pattern: &str, text: &str) -> bool {
+    let (p, t) = (pattern.as_bytes(), text.as_bytes());
+    let (mut pi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if pi < p.len() && p[pi] == b'*' {
+            star = Some((pi, ti));
+            pi += 1;
+        } else if pi < p.len() && p[pi] == t[ti] {
+            pi += 1;
+            ti += 1;
+        } else if let Some((star_p, star_t)) = star {
+            pi = star_p + 1;
+            ti = star_t + 1;
+            star = Some((star_p, star_t + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|b| *b == b'*')
+}
+
+/// A refused connection: the target and the rule that refused it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("outbound connection to `{target}` refused: {rule}")]
+pub struct OutboundDenied {
+    /// What was refused: a name, an address, or `address (from name)`.
+    pub target: String,
+    /// The rule, in words an operator can act on.
+    pub rule: String,
+}
+
+/// The compiled `outbound` config: which hosts and addresses sources may
+/// connect to. Cheap to share (`Arc`); checks do no I/O except
+/// [`OutboundPolicy::resolve`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OutboundPolicy {
+    /// `None`: no allowlist configured (only the refused defaults apply).
+    allow: Option<Allow>,
+    allow_link_local: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Allow {
+    hosts: Vec<HostPattern>,
+    networks: Vec<Cidr>,
+}
+
+const SEE_CONFIG: &str = "see `outbound.allow` in the scaler's --config";
+
+impl OutboundPolicy {
+    /// Compile a policy. `allow: None` means no allowlist; `Some(&[])` refuses
+    /// everything. The error names the first bad entry.
+    pub fn new(allow: Option<&[String]>, allow_link_local: bool) -> Result<OutboundPolicy, String> {
+        let allow = match allow {
+            None => None,
+            Some(entries) => {
+                let mut compiled = Allow::default();
+                for entry in entries {
+                    let entry = entry.trim();
+                    let as_ip = entry.trim_start_matches('[').trim_end_matches(']');
+                    if entry.contains('/') || as_ip.parse::<IpAddr>().is_ok() {
+                        compiled
+                            .networks
+                            .push(entry.parse().map_err(|e| format!("outbound.allow: {e}"))?);
+                    } else {
+                        compiled.hosts.push(
+                            HostPattern::parse(entry)
+                                .map_err(|e| format!("outbound.allow: {e}"))?,
+                        );
+                    }
+                }
+                Some(compiled)
+            }
+        };
+        Ok(OutboundPolicy {
+            allow,
+            allow_link_local,
+        })
+    }
+
+    /// No allowlist: everything but the refused defaults is allowed.
+    pub fn allow_all() -> OutboundPolicy {
+        OutboundPolicy::default()
+    }
+
+    /// True when an allowlist is configured.
+    pub fn is_restricted(&self) -> bool {
+        self.allow.is_some()
+    }
+
+    /// A one-line description for the start-up log.
+    pub fn summary(&self) -> String {
+        let link_local = if self.allow_link_local {
+            "; link-local and metadata addresses allowed"
+        } else {
+            ""
+        };
+        match &self.allow {
+            None => format!("no allowlist: any target except the refused defaults{link_local}"),
+            Some(allow) => format!(
+                "allowlist of {} host pattern(s) and {} network(s){link_local}",
+                allow.hosts.len(),
+                allow.networks.len()
+            ),
+        }
+    }
+
+    /// Check a target host as written in metadata: a name (rule 1) or an IP
+    /// literal, bracketed or not (rules 2 and 4). Does no DNS: the addresses
+    /// of a name are checked at connect time with [`Self::check_addr`].
+    pub fn check_host(&self, host: &str) -> Result<(), OutboundDenied> {
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        if let Ok(ip) = bare.parse::<IpAddr>() {
+            return self.check_ip_target(ip);
+        }
+        let Some(allow) = &self.allow else {
+            return Ok(());
+        };
+        if allow.hosts.iter().any(|p| p.matches(host)) {
+            return Ok(());
+        }
+        let rule = if allow.hosts.is_empty() && !allow.networks.is_empty() {
+            // Names pass; their addresses decide at connect time.
+            return Ok(());
+        } else if allow.hosts.is_empty() {
+            "the outbound allowlist is empty, so every target is refused".to_owned()
+        } else {
+            format!("no host pattern in the outbound allowlist matches it ({SEE_CONFIG})")
+        };
+        Err(OutboundDenied {
+            target: host.to_owned(),
+            rule,
+        })
+    }
+
+    /// Check the host of a URL (see [`Self::check_host`]).
+    pub fn check_url(&self, url: &Url) -> Result<(), OutboundDenied> {
+        match url.host_str() {
+            Some(host) => self.check_host(host),
+            None => Err(OutboundDenied {
+                target: url.to_string(),
+                rule: "the URL has no host".to_owned(),
+            }),
+        }
+    }
+
+    /// An IP literal target: rule 4, and inside a CIDR when restricted.
+    fn check_ip_target(&self, ip: IpAddr) -> Result<(), OutboundDenied> {
+        let ip = ip.to_canonical();
+        self.check_refused(ip, &ip.to_string())?;
+        match &self.allow {
+            Some(allow) if !allow.networks.iter().any(|n| n.contains(ip)) => Err(OutboundDenied {
+                target: ip.to_string(),
+                rule: format!(
+                    "no CIDR in the outbound allowlist contains this address ({SEE_CONFIG})"
+                ),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Check an address about to be connected to (rules 3 and 4): what a
+    /// name resolved to, or an IP literal already admitted by
+    /// [`Self::check_host`]. IPv4-mapped IPv6 addresses are checked as IPv4.
+    pub fn check_addr(&self, ip: IpAddr) -> Result<(), OutboundDenied> {
+        self.check_addr_named(ip, None)
+    }
+
+    fn check_addr_named(&self, ip: IpAddr, name: Option<&str>) -> Result<(), OutboundDenied> {
+        let ip = ip.to_canonical();
+        let target = match name {
+            Some(name) => format!("{ip} (resolved from {name})"),
+            None => ip.to_string(),
+        };
+        self.check_refused(ip, &target)?;
+        let Some(allow) = &self.allow else {
+            return Ok(());
+        };
+        if allow.networks.iter().any(|n| n.contains(ip)) {
+            return Ok(());
+        }
+        if allow.networks.is_empty() && !allow.hosts.is_empty() {
+            return Ok(());
+        }
+        Err(OutboundDenied {
+            target,
+            rule: if allow.networks.is_empty() {
+                "the outbound allowlist is empty, so every target is refused".to_owned()
+            } else {
+                format!("no CIDR in the outbound allowlist contains this address ({SEE_CONFIG})")
+            },
+        })
+    }
+
+    fn check_refused(&self, ip: IpAddr, target: &str) -> Result<(), OutboundDenied> {
+        for range in REFUSED_BY_DEFAULT {
+            if !range.network.contains(ip) {
+                continue;
+            }
+            if range.link_local && self.allow_link_local {
+                continue;
+            }
+            let lifted = self.allow.as_ref().is_some_and(|allow| {
+                allow
+                    .networks
+                    .iter()
+                    .any(|n| n.is_within(&range.network) && n.contains(ip))
+            });
+            if lifted {
+                continue;
+            }
+            let how = if range.link_local {
+                format!(
+                    "set `outbound.allowLinkLocal: true` or add an `outbound.allow` CIDR inside {}",
+                    range.network
+                )
+            } else {
+                format!("add an `outbound.allow` CIDR inside {}", range.network)
+            };
+            return Err(OutboundDenied {
+                target: target.to_owned(),
+                rule: format!(
+                    "{} ({}) is refused by default; to allow it, {how}",
+                    range.network, range.what
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Keep the addresses `name` resolved to that may be connected to. An
+    /// error when some were given and none is allowed; it names the first
+    /// refused address and its rule.
+    pub fn filter_resolved(
+        &self,
+        name: &str,
+        addrs: impl IntoIterator<Item = SocketAddr>,
+    ) -> Result<Vec<SocketAddr>, OutboundDenied> {
+        let mut allowed = Vec::new();
+        let mut first_denied = None;
+        for addr in addrs {
+            match self.check_addr_named(addr.ip(), Some(name)) {
+                Ok(()) => allowed.push(addr),
+                Err(denied) => {
+                    first_denied.get_or_insert(denied);
+                }
+            }
+        }
+        match (allowed.is_empty(), first_denied) {
+            (true, Some(denied)) => Err(denied),
+            _ => Ok(allowed),
+        }
+    }
+
+    /// Check `host`, resolve it, and return the allowed addresses (for
+    /// sources that open their own connections, e.g. brokers). An IP literal
+    /// is returned as is after [`Self::check_host`].
+    pub async fn resolve(&self, host: &str, port: u16) -> Result<Vec<SocketAddr>, ResolveError> {
+        self.check_host(host)?;
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        if let Ok(ip) = bare.parse::<IpAddr>() {
+            return Ok(vec![SocketAddr::new(ip, port)]);
+        }
+        let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host, port))
+            .await
+            .map_err(|e| ResolveError::Lookup {
+                host: host.to_owned(),
+                reason: e.to_string(),
+            })?
+            .collect();
+        if addrs.is_empty() {
+            return Err(ResolveError::Lookup {
+                host: host.to_owned(),
+                reason: "no addresses".to_owned(),
+            });
+        }
+        Ok(self.filter_resolved(host, addrs)?)
+    }
+}
+
+/// Why [`OutboundPolicy::resolve`] gave no address.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ResolveError {
+    /// The policy refused the host or every address.
+    #[error(transparent)]
+    Denied(#[from] OutboundDenied),
+    /// DNS failed.
+    #[error("DNS lookup of `{host}` failed: {reason}")]
+    Lookup {
+        /// The name.
+        host: String,
+        /// What DNS said.
+        reason: String,
+    },
+}
+
+/// A reqwest DNS resolver that applies the policy after resolution: the
+/// name must be admitted, and only allowed addresses are handed to the
+/// connector (an error naming the refused address when none is left).
+/// IP-literal URLs do not go through a resolver: check those with
+/// [`OutboundPolicy::check_addr`] before the request.
+#[derive(Debug, Clone)]
+pub struct PolicyResolver {
+    policy: Arc<OutboundPolicy>,
+}
+
+impl PolicyResolver {
+    /// A resolver enforcing `policy`.
+    pub fn new(policy: Arc<OutboundPolicy>) -> PolicyResolver {
+        PolicyResolver { policy }
+    }
+}
+
+impl reqwest::dns::Resolve for PolicyResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let policy = self.policy.clone();
+        let host = name.as_str().to_owned();
+        Box::pin(async move {
+            // reqwest puts the URL's port on every address it gets back.
+            let addrs = policy.resolve(&host, 0).await?;
+            let addrs: reqwest::dns::Addrs = Box::new(addrs.into_iter());
+            Ok(addrs)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(entries: &[&str]) -> OutboundPolicy {
+        let entries: Vec<String> = entries.iter().map(|e| (*e).to_owned()).collect();
+        OutboundPolicy::new(Some(&entries), false).expect("valid")
+    }
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().expect("ip")
+    }
+
+    #[test]
+    fn cidrs_parse_and_contain() {
+        let net: Cidr = "10.0.0.0/8".parse().expect("cidr");
+        assert!(net.contains(ip("10.255.0.1")));
+        assert!(!net.contains(ip("11.0.0.1")));
+        assert!(!net.contains(ip("::1")));
+        let host: Cidr = "127.0.0.1".parse().expect("bare address");
+        assert_eq!(host.to_string(), "127.0.0.1/32");
+        let masked: Cidr = "10.1.2.3/8".parse().expect("host bits cleared");
+        assert_eq!(masked.to_string(), "10.0.0.0/8");
+        let v6: Cidr = "[fd00::]/8".parse().expect("bracketed v6");
+        assert!(v6.contains(ip("fd12::1")));
+        let all: Cidr = "0.0.0.0/0".parse().expect("everything");
+        assert!(all.contains(ip("169.254.169.254")));
+        for bad in [
+            "10.0.0.0/33",
+            "::/129",
+            "10.0.0/8",
+            "x/8",
+            "::ffff:10.0.0.1/128",
+        ] {
+            assert!(bad.parse::<Cidr>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn host_patterns_match_labels() {
+        let p = HostPattern::parse("*.svc.cluster.local").expect("pattern");
+        assert!(p.matches("vllm.inference.svc.cluster.local"));
+        assert!(p.matches("a.svc.cluster.local."));
+        assert!(p.matches("A.SVC.Cluster.Local"));
+        assert!(!p.matches("svc.cluster.local"));
+        assert!(!p.matches("svc.cluster.local.evil.example"));
+        let p = HostPattern::parse("vllm-*.inference.svc").expect("pattern");
+        assert!(p.matches("vllm-0.inference.svc"));
+        assert!(p.matches("vllm-.inference.svc"));
+        assert!(!p.matches("vllm-0.x.inference.svc"));
+        assert!(!p.matches("other.inference.svc"));
+        let p = HostPattern::parse("localhost").expect("pattern");
+        assert!(p.matches("localhost"));
+        assert!(!p.matches("localhost.evil.example"));
+        assert!(HostPattern::parse("bad host").is_err());
+        assert!(HostPattern::parse("a..b").is_err());
+    }
+
+    #[test]
+    fn globs() {
+        assert!(glob("a*c", "abbbc"));
+        assert!(glob("*", ""));
+        assert!(glob("**x", "yx"));
+        assert!(!glob("a*c", "abd"));
+        assert!(glob("a*b*c", "aXbYbZc"));
+    }
+
+    #[test]
+    fn metadata_addresses_are_refused_by_default() {
+        let open = OutboundPolicy::allow_all();
+        for target in [
+            "169.254.169.254",
+            "[fd00:ec2::254]",
+            "fe80::1",
+            "0.0.0.0",
+            "::",
+            "::ffff:169.254.169.254",
+        ] {
+            let err = open.check_host(target).expect_err(target);
+            assert!(err.rule.contains("refused by default"), "{err}");
+        }
+        let err = open.check_host("169.254.169.254").expect_err("metadata");
+        assert_eq!(
+            err.to_string(),
+            "outbound connection to `169.254.169.254` refused: 169.254.0.0/16 (IPv4 link-local; 169.254.169.254 is the cloud metadata service) is refused by default; to allow it, set `outbound.allowLinkLocal: true` or add an `outbound.allow` CIDR inside 169.254.0.0/16"
+        );
+        open.check_host("10.0.0.7")
+            .expect("private ok without allowlist");
+        open.check_host("anything.example").expect("names ok");
+        open.check_addr(ip("127.0.0.1")).expect("loopback ok");
+    }
+
+    #[test]
+    fn refusals_are_lifted_only_explicitly() {
+        let lifted = OutboundPolicy::new(None, true).expect("valid");
+        lifted
+            .check_addr(ip("169.254.169.254"))
+            .expect("allowLinkLocal");
+        lifted
+            .check_addr(ip("fd00:ec2::254"))
+            .expect("allowLinkLocal");
+        lifted
+            .check_addr(ip("0.0.0.0"))
+            .expect_err("not link-local");
+        let p = policy(&["169.254.169.254/32", "0.0.0.0/0"]);
+        p.check_addr(ip("169.254.169.254")).expect("explicit entry");
+        let err = p
+            .check_addr(ip("169.254.1.1"))
+            .expect_err("broad CIDR does not lift");
+        assert!(err.rule.contains("169.254.0.0/16"), "{err}");
+        p.check_addr(ip("8.8.8.8")).expect("inside 0.0.0.0/0");
+    }
+
+    #[test]
+    fn allowlist_rules_for_names_literals_and_addresses() {
+        let p = policy(&["*.svc.cluster.local", "10.0.0.0/8", "127.0.0.1/32"]);
+        p.check_host("vllm.inference.svc.cluster.local")
+            .expect("pattern");
+        p.check_host("10.1.2.3").expect("in CIDR");
+        p.check_host("127.0.0.1").expect("in CIDR");
+        let err = p.check_host("evil.example").expect_err("no pattern");
+        assert!(err.rule.contains("no host pattern"), "{err}");
+        let err = p.check_host("192.168.0.1").expect_err("no CIDR");
+        assert!(err.rule.contains("no CIDR"), "{err}");
+        p.check_addr(ip("10.9.9.9")).expect("resolved inside");
+        let err = p.check_addr(ip("::1")).expect_err("resolved outside");
+        assert!(err.target.contains("::1"), "{err}");
+
+        // Only host patterns: addresses of admitted names are not limited,
+        // but an IP literal needs a CIDR.
+        let hosts_only = policy(&["*.svc.cluster.local"]);
+        hosts_only
+            .check_addr(ip("192.168.1.1"))
+            .expect("names decide");
+        hosts_only
+            .check_host("192.168.1.1")
+            .expect_err("literal needs CIDR");
+        hosts_only
+            .check_addr(ip("169.254.169.254"))
+            .expect_err("defaults still apply");
+
+        // Only CIDRs: any name passes, its addresses decide.
+        let nets_only = policy(&["10.0.0.0/8"]);
+        nets_only
+            .check_host("anything.example")
+            .expect("names pass");
+        nets_only
+            .check_addr(ip("192.168.1.1"))
+            .expect_err("outside");
+
+        // Present but empty: nothing.
+        let none = policy(&[]);
+        let err = none.check_host("a.example").expect_err("empty list");
+        assert!(err.rule.contains("empty"), "{err}");
+        none.check_addr(ip("10.0.0.1")).expect_err("empty list");
+        none.check_host("10.0.0.1").expect_err("empty list");
+    }
+
+    #[test]
+    fn resolved_addresses_are_filtered() {
+        let p = policy(&["localhost", "127.0.0.1/32"]);
+        let addrs: Vec<SocketAddr> = vec![
+            "127.0.0.1:0".parse().expect("addr"),
+            "[::1]:0".parse().expect("addr"),
+        ];
+        let kept = p
+            .filter_resolved("localhost", addrs.clone())
+            .expect("one left");
+        assert_eq!(kept, vec![addrs[0]]);
+        let p = policy(&["localhost", "10.0.0.0/8"]);
+        let err = p
+            .filter_resolved("localhost", addrs)
+            .expect_err("none left");
+        assert_eq!(err.target, "127.0.0.1 (resolved from localhost)");
+    }
+
+    #[test]
+    fn bad_entries_are_named() {
+        let entries = vec!["10.0.0.0/8".to_owned(), "bad entry!".to_owned()];
+        let err = OutboundPolicy::new(Some(&entries), false).expect_err("bad");
+        assert!(err.contains("bad entry!"), "{err}");
+        let entries = vec!["10.0.0.0/40".to_owned()];
+        let err = OutboundPolicy::new(Some(&entries), false).expect_err("bad");
+        assert!(err.contains("10.0.0.0/40"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn resolve_checks_after_dns() {
+        let p = policy(&["localhost", "10.0.0.0/8"]);
+        let err = p
+            .resolve("localhost", 80)
+            .await
+            .expect_err("loopback refused");
+        assert!(matches!(err, ResolveError::Denied(_)), "{err}");
+        let p = policy(&["localhost", "127.0.0.0/8", "::1/128"]);
+        let addrs = p.resolve("localhost", 80).await.expect("allowed");
+        assert!(addrs.iter().all(|a| a.ip().is_loopback() && a.port() == 80));
+    }
+}

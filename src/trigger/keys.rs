@@ -1,0 +1,165 @@
+//! Every metadata key backlog-scaler reads: the user reference. Each
+//! constant's doc comment gives the meaning, type and default; the README's
+//! metadata table is generated from the same text by hand, so keep both in
+//! step.
+
+// --- Engine signals, direct scrape -------------------------------------------
+
+/// Comma-separated list of engine pod metrics URLs to scrape directly, e.g.
+/// `http://10.0.0.7:8000/metrics`. An entry `dns+http://NAME:PORT/PATH` is
+/// resolved on every poll and each address is scraped: point it at a
+/// headless Service to follow every ready pod. A URL without a path gets
+/// `/metrics`. One of `vllmTargets` or `prometheusAddress` is required.
+pub const VLLM_TARGETS: &str = "vllmTargets";
+/// Inference server the pods run: `vllm` (default), `sglang`, `triton` or
+/// `tgi`. Selects the metric names for waiting, running, TTFT and KV cache.
+pub const ENGINE: &str = "engine";
+/// Only count series whose model label (`model_name`; Triton: `model`)
+/// equals this value. Default: every model. TGI has no model label.
+pub const MODEL_NAME: &str = "modelName";
+
+// --- Engine signals, Prometheus ------------------------------------------------
+
+/// Base URL of a Prometheus-compatible API (`http://prometheus.monitoring:9090`)
+/// to read every signal with PromQL instead of scraping pods. KEDA's name
+/// `serverAddress` is accepted as an alias.
+pub const PROMETHEUS_ADDRESS: &str = "prometheusAddress";
+/// Alias of `prometheusAddress` (the name KEDA's prometheus scaler uses).
+pub const SERVER_ADDRESS: &str = "serverAddress";
+/// Label filter `namespace="…"` added to every default PromQL query and, for
+/// `dcgmTargets`, the namespace of the pods whose GPUs count. Default: none.
+pub const NAMESPACE: &str = "namespace";
+/// PromQL for `W`. Default `sum(<waiting gauge>{model, namespace})`. Several
+/// series are summed.
+pub const WAITING_QUERY: &str = "waitingQuery";
+/// PromQL for `R`. Default `sum(<running gauge>{…})`. Several series are summed.
+pub const RUNNING_QUERY: &str = "runningQuery";
+/// PromQL for the TTFT quantile in seconds. Default
+/// `histogram_quantile(ttftQuantile, sum by (le) (rate(<ttft>_bucket{…}[ttftWindowSeconds])))`.
+/// Must return one series; NaN or no series means "no requests" (guard off).
+pub const TTFT_QUERY: &str = "ttftQuery";
+/// PromQL for mean KV-cache usage 0–1. Default `avg(<kv gauge>{…})`. One series.
+pub const KV_CACHE_QUERY: &str = "kvCacheQuery";
+/// PromQL for mean GPU utilisation %. Default
+/// `avg(DCGM_FI_DEV_GPU_UTIL{namespace, pod=~podSelectorRegex})`. One series.
+pub const GPU_UTIL_QUERY: &str = "gpuUtilQuery";
+/// PromQL for `n`, the replicas up. Default `count(<waiting gauge>{…})`. One
+/// series. An empty answer of another query counts as 0 only when this one
+/// answers an explicit 0; otherwise the trigger is UNAVAILABLE (a lost
+/// target is not zero work).
+pub const REPLICAS_QUERY: &str = "replicasQuery";
+/// Name of a credentials profile in the scaler-side `--config` (bearer
+/// token, basic auth, headers for Prometheus). Credentials never come from
+/// metadata.
+pub const AUTH_PROFILE: &str = "authProfile";
+
+// --- Fusion ------------------------------------------------------------------
+
+/// `T`: the backlog one replica should absorb, in requests. Required, a
+/// number > 0. KEDA's HPA computes `desiredReplicas = ceil(B / T)`.
+pub const TARGET_BACKLOG_PER_REPLICA: &str = "targetBacklogPerReplica";
+/// `C`: requests one replica runs at full batch (vLLM `--max-num-seqs`).
+/// When set, running requests join the backlog as `T·R/C`, so a full pod
+/// counts as one replica's worth of work. A number > 0. Default: unset.
+pub const RUNNING_PER_REPLICA: &str = "runningPerReplica";
+/// `A`: the trigger is active (KEDA scales from zero) when `B > A`,
+/// strictly, as KEDA's own activation thresholds. A number ≥ 0. Default 0.
+pub const ACTIVATION_BACKLOG: &str = "activationBacklog";
+
+// --- Latency guard ---------------------------------------------------------------
+
+/// `S`: the TTFT SLO in seconds. When set, the latency guard
+/// `D_lat = T·n·min(L/S, 2)` joins the max while work is waiting and the
+/// observed quantile `L` exceeds `S·(1 + ttftTolerance)`. A number > 0.
+pub const TTFT_SLO_SECONDS: &str = "ttftSloSeconds";
+/// Band above the SLO in which the guard stays silent, as a fraction of it.
+/// A number ≥ 0. Default 0.1.
+pub const TTFT_TOLERANCE: &str = "ttftTolerance";
+/// Window of the TTFT quantile, seconds (per-pod bucket increases over it).
+/// An integer from 10 to 900. Default 60.
+pub const TTFT_WINDOW_SECONDS: &str = "ttftWindowSeconds";
+/// Which TTFT quantile `L` is. A number in (0, 1). Default 0.95.
+pub const TTFT_QUANTILE: &str = "ttftQuantile";
+
+// --- KV cache ----------------------------------------------------------------
+
+/// KV-cache usage (0–1] one replica should run at, e.g. `0.8`. When set,
+/// `D_kv = T·n·kv/kvCacheTarget` joins the max (kv: mean over pods).
+pub const KV_CACHE_TARGET: &str = "kvCacheTarget";
+
+// --- GPU guard -----------------------------------------------------------------
+
+/// Comma-separated dcgm-exporter URLs (same `dns+` discovery as
+/// `vllmTargets`) to read `DCGM_FI_DEV_GPU_UTIL` from. Requires
+/// `podSelectorRegex`.
+pub const DCGM_TARGETS: &str = "dcgmTargets";
+/// Regular expression the GPU's `pod` label must match in full, e.g.
+/// `llama-8b-.*`. Selects the scaled workload's GPUs among a node's.
+pub const POD_SELECTOR_REGEX: &str = "podSelectorRegex";
+/// Busy hold: while utilisation is at or above this % and work is waiting,
+/// `B` never drops below `T·n`. On by default when a GPU signal is
+/// configured. A number in (0, 100]. Default 90.
+pub const GPU_BUSY_PERCENT: &str = "gpuBusyPercent";
+/// Idle veto (opt-in): while utilisation is at or below this % and work is
+/// waiting, `B` is capped at `T·n` (more GPUs would not help). A number in
+/// [0, 100). Default: off.
+pub const GPU_IDLE_PERCENT: &str = "gpuIdlePercent";
+
+// --- Timing and naming ---------------------------------------------------------
+
+/// How often the sources are read, in seconds, in the background. An
+/// integer from 1 to 300. Default 5.
+pub const POLL_INTERVAL_SECONDS: &str = "pollIntervalSeconds";
+/// How old the last good reading may be before the trigger answers
+/// `UNAVAILABLE` (so KEDA's `fallback` applies) instead of a value. Until
+/// then a failing source holds its last good value, flagged degraded.
+/// Seconds, at least `pollIntervalSeconds`. Default 3 × `pollIntervalSeconds`.
+pub const MAX_SIGNAL_AGE_SECONDS: &str = "maxSignalAgeSeconds";
+/// The metric name returned by `GetMetricSpec`. Letters, digits and `-`,
+/// at most 63 characters. Default `backlog`, or `backlog-<modelName>` with
+/// the model name reduced to those characters. Set it when two triggers of
+/// one ScaledObject point at this scaler: KEDA refuses duplicate names.
+pub const METRIC_NAME: &str = "metricName";
+
+// --- KEDA's own ----------------------------------------------------------------
+
+/// KEDA's own key: the scaler's `host:port`. Accepted and ignored.
+pub const SCALER_ADDRESS: &str = "scalerAddress";
+/// KEDA's own key: dial the scaler with TLS. Accepted and ignored here.
+pub const ENABLE_TLS: &str = "enableTLS";
+/// KEDA's own key: skip TLS verification on KEDA's side. Accepted and ignored.
+pub const UNSAFE_SSL: &str = "unsafeSsl";
+
+/// Keys that configure backlog-scaler.
+pub const OURS: &[&str] = &[
+    VLLM_TARGETS,
+    ENGINE,
+    MODEL_NAME,
+    PROMETHEUS_ADDRESS,
+    SERVER_ADDRESS,
+    NAMESPACE,
+    WAITING_QUERY,
+    RUNNING_QUERY,
+    TTFT_QUERY,
+    KV_CACHE_QUERY,
+    GPU_UTIL_QUERY,
+    REPLICAS_QUERY,
+    AUTH_PROFILE,
+    TARGET_BACKLOG_PER_REPLICA,
+    RUNNING_PER_REPLICA,
+    ACTIVATION_BACKLOG,
+    TTFT_SLO_SECONDS,
+    TTFT_TOLERANCE,
+    TTFT_WINDOW_SECONDS,
+    TTFT_QUANTILE,
+    KV_CACHE_TARGET,
+    DCGM_TARGETS,
+    POD_SELECTOR_REGEX,
+    GPU_BUSY_PERCENT,
+    GPU_IDLE_PERCENT,
+    POLL_INTERVAL_SECONDS,
+    MAX_SIGNAL_AGE_SECONDS,
+    METRIC_NAME,
+];
+/// Keys KEDA itself reads and forwards with the rest.
+pub const KEDAS: &[&str] = &[SCALER_ADDRESS, ENABLE_TLS, UNSAFE_SSL];

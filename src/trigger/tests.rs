@@ -1,0 +1,280 @@
+//! Metadata validation tests.
+
+use super::*;
+
+
+fn parse(pairs: &[(&str, &str)]) -> Result<TriggerSpec, MetadataErrors> {
+    TriggerSpec::from_metadata(pairs.iter().copied())
+}
+
+fn base() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("vllmTargets", "http://127.0.0.1:8000/metrics"),
+        ("targetBacklogPerReplica", "10"),
+    ]
+}
+
+fn error_text(pairs: &[(&str, &str)]) -> String {
+    match parse(pairs) {
+        Ok(spec) => panic!("expected an error, got {spec:?}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn minimal_metadata_gets_defaults() {
+    let spec = parse(&base()).expect("valid");
+    assert_eq!(spec.metric_name, "backlog");
+    assert_eq!(spec.sources().len(), 1);
+    assert!(spec.gpu.is_none() && spec.fusion.latency.is_none() && spec.fusion.kv_cache_target.is_none());
+    assert_eq!(spec.fusion.target_per_replica, 10.0);
+    assert_eq!(spec.fusion.running_per_replica, None);
+    assert_eq!(spec.fusion.activation_backlog, 0.0);
+    assert_eq!(spec.poll_interval, Duration::from_secs(5));
+    assert_eq!(spec.max_signal_age, Duration::from_secs(15));
+}
+
+#[test]
+fn keda_keys_and_from_env_are_accepted() {
+    let mut md = base();
+    md.extend([
+        ("scalerAddress", "backlog-scaler.keda:9090"),
+        ("enableTLS", "false"),
+        ("unsafeSsl", "false"),
+        ("modelNameFromEnv", "meta-llama/Llama-3.1-8B-Instruct"),
+    ]);
+    let spec = parse(&md).expect("valid");
+    assert_eq!(spec.metric_name, "backlog-meta-llama-llama-3-1-8b-instruct");
+    let EngineInput::Scrape(source) = &spec.engine else { panic!("scrape") };
+    assert_eq!(
+        source.model_name.as_deref(),
+        Some("meta-llama/Llama-3.1-8B-Instruct")
+    );
+}
+
+#[test]
+fn metric_names_carry_no_forbidden_characters() {
+    let mut md = base();
+    md.push(("modelName", "Qwen/Qwen2.5:7B (50%)"));
+    let name = parse(&md).expect("valid").metric_name;
+    assert!(!name.contains(['/', '.', ':', '%', '(', ')']), "{name}");
+    assert_eq!(name, "backlog-qwen-qwen2-5-7b-50");
+}
+
+#[test]
+fn bad_values_name_the_key_the_value_and_what_is_allowed() {
+    type Case<'a> = (&'a [(&'a str, &'a str)], &'a [&'a str]);
+    let cases: &[Case] = &[
+        (
+            &[("vllmTargets", "http://a:1/metrics")],
+            &["targetBacklogPerReplica", "required", "greater than 0"],
+        ),
+        (
+            &[
+                ("vllmTargets", "http://a:1/metrics"),
+                ("targetBacklogPerReplica", "-1"),
+            ],
+            &["targetBacklogPerReplica", "`-1`", "greater than 0"],
+        ),
+        (
+            &[
+                ("vllmTargets", "http://a:1/metrics"),
+                ("targetBacklogPerReplica", "abc"),
+            ],
+            &["targetBacklogPerReplica", "`abc`"],
+        ),
+        (
+            &[
+                ("vllmTargets", "http://a:1/metrics"),
+                ("targetBacklogPerReplica", "NaN"),
+            ],
+            &["targetBacklogPerReplica", "`NaN`"],
+        ),
+        (
+            &[
+                ("vllmTargets", "http:///metrics"),
+                ("targetBacklogPerReplica", "10"),
+            ],
+            &["vllmTargets", "http:///metrics", "host"],
+        ),
+        (
+            &[
+                ("vllmTargets", "ftp://a/metrics"),
+                ("targetBacklogPerReplica", "10"),
+            ],
+            &["vllmTargets", "ftp://a/metrics", "http"],
+        ),
+        (
+            &[
+                ("vllmTargets", "http://a:1/metrics"),
+                ("targetBacklogPerReplica", "10"),
+                ("pollIntervalSeconds", "0"),
+            ],
+            &["pollIntervalSeconds", "`0`", "1 to 300"],
+        ),
+        (
+            &[
+                ("vllmTargets", "http://a:1/metrics"),
+                ("targetBacklogPerReplica", "10"),
+                ("pollIntervalSeconds", "10"),
+                ("maxSignalAgeSeconds", "5"),
+            ],
+            &["maxSignalAgeSeconds", "`5`", "10 to 3600"],
+        ),
+        (
+            &[
+                ("vllmTargets", "http://a:1/metrics"),
+                ("targetBacklogPerReplica", "10"),
+                ("activationBacklog", "-3"),
+            ],
+            &["activationBacklog", "`-3`", "≥ 0"],
+        ),
+        (
+            &[
+                ("vllmTargets", "http://a:1/metrics"),
+                ("targetBacklogPerReplica", "10"),
+                ("metricName", "vllm:waiting"),
+            ],
+            &["metricName", "`vllm:waiting`", "letters, digits or `-`"],
+        ),
+        (
+            &[("targetBacklogPerReplica", "10")],
+            &["vllmTargets", "required"],
+        ),
+    ];
+    for (md, needles) in cases {
+        let text = error_text(md);
+        for needle in *needles {
+            assert!(text.contains(needle), "{text:?} lacks {needle:?}");
+        }
+    }
+}
+
+#[test]
+fn unknown_keys_suggest_the_nearest_valid_key() {
+    let mut md = base();
+    md.push(("targetBacklogPerReplcia", "10"));
+    let text = error_text(&md);
+    assert!(
+        text.contains("unknown metadata key `targetBacklogPerReplcia` (did you mean `targetBacklogPerReplica`?)"),
+        "{text}"
+    );
+    let mut md = base();
+    md.push(("queueLength", "5"));
+    assert_eq!(error_text(&md), "unknown metadata key `queueLength`");
+}
+
+#[test]
+fn every_problem_is_reported_at_once() {
+    let text = error_text(&[("targetBacklogPerReplica", "0"), ("colour", "blue")]);
+    assert!(text.contains("colour"), "{text}");
+    assert!(text.contains("`0`"), "{text}");
+    assert!(text.contains("vllmTargets"), "{text}");
+}
+
+#[test]
+fn targets_are_parsed_deduplicated_and_defaulted() {
+    let mut md = base();
+    md[0] = (
+        "vllmTargets",
+        " http://a:8000 , http://a:8000/metrics,dns+http://vllm-headless.ns:8000/metrics ",
+    );
+    let spec = parse(&md).expect("valid");
+    let EngineInput::Scrape(source) = &spec.engine else { panic!("scrape") };
+    assert_eq!(source.targets.len(), 2);
+}
+
+#[test]
+fn latency_kv_and_gpu_keys_build_guards() {
+    let mut md = base();
+    md.extend([
+        ("ttftSloSeconds", "2"),
+        ("ttftWindowSeconds", "120"),
+        ("ttftQuantile", "0.9"),
+        ("kvCacheTarget", "0.8"),
+        ("dcgmTargets", "dns+http://dcgm-exporter.gpu-operator:9400/metrics"),
+        ("podSelectorRegex", "llama-8b-.*"),
+        ("namespace", "inference"),
+        ("gpuIdlePercent", "10"),
+    ]);
+    let spec = parse(&md).expect("valid");
+    assert_eq!(spec.fusion.latency, Some(LatencyGuard { slo_seconds: 2.0, tolerance: 0.1 }));
+    assert_eq!(spec.ttft, TtftSettings { window: Duration::from_secs(120), quantile: 0.9 });
+    assert_eq!(spec.fusion.kv_cache_target, Some(0.8));
+    assert_eq!(spec.fusion.gpu, Some(GpuGuard { busy_percent: Some(90.0), idle_percent: Some(10.0) }));
+    assert!(matches!(&spec.gpu, Some(GpuInput::Scrape(d)) if d.namespace.as_deref() == Some("inference")));
+    assert_eq!(spec.sources().len(), 2);
+}
+
+#[test]
+fn prometheus_path_builds_one_query_per_needed_signal() {
+    let md = [
+        ("serverAddress", "http://prometheus.monitoring:9090"),
+        ("modelName", "m"),
+        ("namespace", "inference"),
+        ("targetBacklogPerReplica", "10"),
+        ("runningPerReplica", "32"),
+        ("ttftSloSeconds", "2"),
+        ("podSelectorRegex", "llama-.*"),
+        ("authProfile", "prom"),
+    ];
+    let spec = parse(&md).expect("valid");
+    let EngineInput::Prometheus(q) = &spec.engine else { panic!("prometheus") };
+    assert_eq!(q.waiting.query, r#"sum(vllm:num_requests_waiting{model_name="m",namespace="inference"})"#);
+    assert!(q.running.is_some() && q.ttft.is_some() && q.kv_cache.is_none());
+    assert_eq!(q.replicas.query, r#"count(vllm:num_requests_waiting{model_name="m",namespace="inference"})"#);
+    assert_eq!(q.waiting.auth_profile.as_deref(), Some("prom"));
+    assert!(matches!(&spec.gpu, Some(GpuInput::Prometheus(g)) if g.query.contains("pod=~\"llama-.*\"")));
+    // waiting, running, ttft, replicas, gpu
+    assert_eq!(spec.sources().len(), 5);
+    let overridden = parse(&[
+        ("prometheusAddress", "http://p:9090"),
+        ("targetBacklogPerReplica", "10"),
+        ("waitingQuery", "sum(my_queue)"),
+    ])
+    .expect("valid");
+    let EngineInput::Prometheus(q) = &overridden.engine else { panic!("prometheus") };
+    assert_eq!(q.waiting.query, "sum(my_queue)");
+}
+
+#[test]
+fn combinations_that_cannot_work_are_refused_with_the_reason() {
+    let cases: &[(&[(&str, &str)], &[&str])] = &[
+        (&[("vllmTargets", "http://a:1"), ("targetBacklogPerReplica", "1"), ("waitingQuery", "x")], &["waitingQuery", "needs `prometheusAddress`"]),
+        (&[("vllmTargets", "http://a:1"), ("targetBacklogPerReplica", "1"), ("engine", "triton"), ("runningPerReplica", "8")], &["runningPerReplica", "triton"]),
+        (&[("vllmTargets", "http://a:1"), ("targetBacklogPerReplica", "1"), ("engine", "tgi"), ("ttftSloSeconds", "2")], &["ttftSloSeconds", "TTFT histogram"]),
+        (&[("vllmTargets", "http://a:1"), ("targetBacklogPerReplica", "1"), ("engine", "tgi"), ("modelName", "x")], &["modelName", "no model label"]),
+        (&[("vllmTargets", "http://a:1"), ("targetBacklogPerReplica", "1"), ("engine", "llamacpp")], &["engine", "`llamacpp`", "sglang"]),
+        (&[("vllmTargets", "http://a:1"), ("targetBacklogPerReplica", "1"), ("dcgmTargets", "http://d:9400")], &["dcgmTargets", "podSelectorRegex"]),
+        (&[("vllmTargets", "http://a:1"), ("targetBacklogPerReplica", "1"), ("gpuBusyPercent", "80")], &["gpuBusyPercent", "needs a GPU signal"]),
+        (&[("vllmTargets", "http://a:1"), ("targetBacklogPerReplica", "1"), ("ttftWindowSeconds", "30")], &["ttftWindowSeconds", "without `ttftSloSeconds`"]),
+        (&[("vllmTargets", "http://a:1"), ("targetBacklogPerReplica", "1"), ("kvCacheTarget", "80")], &["kvCacheTarget", "`80`", "(0, 1]"]),
+        (&[("vllmTargets", "http://a:1"), ("targetBacklogPerReplica", "1"), ("ttftSloSeconds", "2"), ("ttftQuantile", "95")], &["ttftQuantile", "between 0 and 1"]),
+        (&[("vllmTargets", "http://a:1"), ("targetBacklogPerReplica", "1"), ("dcgmTargets", "http://d:9400"), ("podSelectorRegex", "(")], &["podSelectorRegex", "regular expression"]),
+        (&[("prometheusAddress", "http:///x"), ("targetBacklogPerReplica", "1")], &["prometheusAddress", "http:///x"]),
+        (&[("prometheusAddress", "http://p:9090"), ("serverAddress", "http://p:9090"), ("targetBacklogPerReplica", "1")], &["serverAddress", "alias"]),
+        (&[("vllmTargets", "http://a:1"), ("prometheusAddress", "http://p:9090"), ("targetBacklogPerReplica", "1")], &["vllmTargets", "set one"]),
+        (&[("prometheusAddress", "http://p:9090"), ("targetBacklogPerReplica", "1"), ("engine", "tgi"), ("ttftSloSeconds", "2")], &["ttftQuery", "no default"]),
+        (&[("vllmTargets", "http://a:1"), ("targetBacklogPerReplica", "1"), ("dcgmTargets", "http://d:9400"), ("podSelectorRegex", "x"), ("gpuIdlePercent", "95")], &["gpuIdlePercent", "below `gpuBusyPercent`"]),
+    ];
+    for (md, needles) in cases {
+        let text = error_text(md);
+        for needle in *needles {
+            assert!(text.contains(needle), "{md:?}: {text:?} lacks {needle:?}");
+        }
+    }
+}
+
+#[test]
+fn vllm_targets_with_prometheus_for_the_gpu_only_is_allowed() {
+    let spec = parse(&[
+        ("vllmTargets", "http://a:1"),
+        ("prometheusAddress", "http://p:9090"),
+        ("podSelectorRegex", "llama-.*"),
+        ("targetBacklogPerReplica", "1"),
+    ])
+    .expect("valid");
+    assert!(matches!(spec.engine, EngineInput::Scrape(_)));
+    assert!(matches!(spec.gpu, Some(GpuInput::Prometheus(_))));
+}
+

@@ -1,0 +1,169 @@
+//! Parsing of single metadata values, each error naming the key, the value
+//! and what is allowed.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::keys;
+use super::MetadataError;
+use crate::source::ScrapeTarget;
+
+/// The metadata map with `xFromEnv` keys folded onto `x`, remembering the
+/// spelling each value arrived under so errors name the key the user wrote.
+#[derive(Debug, Default)]
+pub struct Metadata<'a> {
+    values: BTreeMap<&'static str, (&'a str, &'a str)>,
+}
+
+impl<'a> Metadata<'a> {
+    /// Fold `metadata`, reporting keys that are neither ours, KEDA's nor in `extra_keys`.
+    pub fn fold<I>(metadata: I, extra_keys: &[&'static str], errors: &mut Vec<MetadataError>) -> Metadata<'a>
+    where
+        I: IntoIterator<Item = (&'a str, &'a str)>,
+    {
+        let mut folded = Metadata::default();
+        for (sent_key, value) in metadata {
+            // KEDA resolves `xFromEnv` from the workload's env and keeps the key name.
+            let key = sent_key.strip_suffix("FromEnv").unwrap_or(sent_key);
+            if keys::KEDAS.contains(&key) {
+                continue;
+            }
+            match keys::OURS.iter().chain(extra_keys).find(|k| **k == key) {
+                Some(known) => {
+                    folded.values.insert(known, (sent_key, value.trim()));
+                }
+                None => errors.push(MetadataError::Unknown {
+                    key: sent_key.to_owned(),
+                    nearest: nearest_key(key, extra_keys),
+                }),
+            }
+        }
+        folded
+    }
+
+    /// `(key as sent, trimmed value)` of a key, if present.
+    pub fn get(&self, key: &'static str) -> Option<(&'a str, &'a str)> {
+        self.values.get(key).copied()
+    }
+
+    /// The value of a key if present and non-empty.
+    pub fn text(&self, key: &'static str) -> Option<&'a str> {
+        self.get(key).map(|(_, v)| v).filter(|v| !v.is_empty())
+    }
+
+    /// True when the key was sent.
+    pub fn has(&self, key: &'static str) -> bool {
+        self.values.contains_key(key)
+    }
+}
+
+fn nearest_key(key: &str, extra_keys: &[&'static str]) -> Option<&'static str> {
+    let lower = key.to_ascii_lowercase();
+    keys::OURS
+        .iter()
+        .chain(keys::KEDAS)
+        .chain(extra_keys)
+        .map(|k| {
+            let valid = k.to_ascii_lowercase();
+            // A truncated key (`targetBacklog`) is as likely as a typo.
+            let distance = if lower.len() >= 4 && (valid.starts_with(&lower) || lower.starts_with(&valid)) {
+                1
+            } else {
+                strsim::damerau_levenshtein(&lower, &valid)
+            };
+            (*k, distance)
+        })
+        .filter(|(k, distance)| *distance <= (k.len() / 3).max(2))
+        .min_by_key(|(_, distance)| *distance)
+        .map(|(k, _)| k)
+}
+
+/// An `Invalid` error.
+pub fn invalid(sent_key: &str, value: &str, allowed: impl Into<String>) -> MetadataError {
+    MetadataError::Invalid {
+        key: sent_key.to_owned(),
+        value: value.to_owned(),
+        allowed: allowed.into(),
+    }
+}
+
+/// A finite number satisfying `valid`, if the key is present.
+pub fn number(
+    md: &Metadata<'_>,
+    key: &'static str,
+    valid: impl Fn(f64) -> bool,
+    allowed: &str,
+    errors: &mut Vec<MetadataError>,
+) -> Option<f64> {
+    let (sent_key, raw) = md.get(key)?;
+    match raw.parse::<f64>() {
+        Ok(v) if v.is_finite() && valid(v) => Some(v),
+        _ => {
+            errors.push(invalid(sent_key, raw, allowed));
+            None
+        }
+    }
+}
+
+/// A required number > 0.
+pub fn required_positive(md: &Metadata<'_>, key: &'static str, errors: &mut Vec<MetadataError>) -> Option<f64> {
+    const ALLOWED: &str = "a number greater than 0, e.g. `10`";
+    if md.get(key).is_none() {
+        errors.push(MetadataError::Missing { key, allowed: ALLOWED });
+        return None;
+    }
+    number(md, key, |v| v > 0.0, ALLOWED, errors)
+}
+
+/// An optional number > 0.
+pub fn optional_positive(md: &Metadata<'_>, key: &'static str, errors: &mut Vec<MetadataError>) -> Option<f64> {
+    number(md, key, |v| v > 0.0, "a number greater than 0, e.g. `32`", errors)
+}
+
+/// An optional number ≥ 0.
+pub fn optional_non_negative(md: &Metadata<'_>, key: &'static str, errors: &mut Vec<MetadataError>) -> Option<f64> {
+    number(md, key, |v| v >= 0.0, "a number ≥ 0, e.g. `0` or `2.5`", errors)
+}
+
+/// An optional whole number of seconds in `min..=max`.
+pub fn whole_seconds(
+    md: &Metadata<'_>,
+    key: &'static str,
+    min: u64,
+    max: u64,
+    errors: &mut Vec<MetadataError>,
+) -> Option<Duration> {
+    let (sent_key, raw) = md.get(key)?;
+    match raw.parse::<u64>() {
+        Ok(v) if (min..=max).contains(&v) => Some(Duration::from_secs(v)),
+        _ => {
+            errors.push(invalid(sent_key, raw, format!("a whole number of seconds from {min} to {max}")));
+            None
+        }
+    }
+}
+
+/// A comma-separated list of scrape targets; `None` (with an error) when
+/// present but invalid or empty.
+pub fn targets(md: &Metadata<'_>, key: &'static str, errors: &mut Vec<MetadataError>) -> Option<Vec<ScrapeTarget>> {
+    let (sent_key, raw) = md.get(key)?;
+    let mut targets = Vec::new();
+    for entry in raw.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        match ScrapeTarget::parse(entry) {
+            Ok(target) => {
+                if !targets.contains(&target) {
+                    targets.push(target);
+                }
+            }
+            Err(reason) => {
+                errors.push(invalid(sent_key, entry, reason));
+                return None;
+            }
+        }
+    }
+    if targets.is_empty() {
+        errors.push(invalid(sent_key, raw, "at least one http(s):// or dns+http:// URL"));
+        return None;
+    }
+    Some(targets)
+}
