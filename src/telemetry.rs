@@ -151,8 +151,13 @@ impl Telemetry {
         );
         registry.register(
             "backlog_component",
-            "Each term of the fused value: waiting, running, running_term, demand",
+            "Each term of the fused value: waiting, running, running_term, demand, ttft_seconds, latency_term, kv_cache_usage, kv_term, gpu_utilization",
             t.component.clone(),
+        );
+        registry.register(
+            "guard_fired",
+            "1 when a guard set B: latency, kv_cache (won the max), gpu_busy_hold, gpu_idle_veto",
+            t.guard.clone(),
         );
         registry.register(
             "desired_replicas",

@@ -19,7 +19,7 @@ use common::prometheus::{JOB, PrometheusServer};
 const M: &str = "meta-llama/Llama-3.1-8B-Instruct";
 
 /// Parse `body`, insisting on a clean parse.
-fn parse(kind: &str, body: &str) -> Vec<Sample<'_>> {
+fn parse<'a>(kind: &str, body: &'a str) -> Vec<Sample<'a>> {
     let (samples, stats) = parse_all(body);
     assert_eq!(
         stats.malformed_lines, 0,

@@ -1,0 +1,259 @@
+//! Latency, KV-cache and GPU signals through both input paths (direct pod
+//! scrape and PromQL against a REAL Prometheus server), and every engine
+//! profile parsed from its exposition fixture.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use backlog_scaler::config::ScalerConfig;
+use backlog_scaler::exporter::{EngineKind, FakeDcgmExporter, FakeVllmPod, ModelLoad, PodState};
+use common::prometheus::PrometheusServer;
+use common::*;
+use tonic::Code;
+
+/// `/explain` JSON of one ScaledObject.
+async fn explain(server: &backlog_scaler::server::RunningServer, name: &str) -> serde_json::Value {
+    let (_, body) = http_get(&format!("http://{}/explain?name={name}", server.http_addr)).await;
+    let json: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+    json["triggers"][0].clone()
+}
+
+/// TTFT observations per second per pod: 90 % in (0.5, 1.0], 10 % at 1.6 s
+/// (in (1.0, 2.5]), so the p95 lies inside the (1.0, 2.5] bucket.
+fn drive_requests(pods: &[FakeVllmPod], step: u64) {
+    for pod in pods {
+        pod.update(|state| {
+            for i in 0..20u64 {
+                let ttft = if (i + step) % 10 == 0 { 1.6 } else { 0.55 + 0.02 * (i % 20) as f64 };
+                state.record_request(MODEL, ttft, ttft + 2.0, 100, 50);
+            }
+        });
+    }
+}
+
+#[tokio::test]
+async fn ttft_p95_from_direct_scrape_and_from_promql_agree() {
+    let pods = pods(&[(3.0, 10.0), (2.0, 12.0)]).await;
+    let prometheus = PrometheusServer::start(&pods.iter().map(|p| p.addr()).collect::<Vec<_>>(), Duration::from_secs(1)).await;
+    prometheus.wait_for_targets_up(2, Duration::from_secs(15)).await;
+    let server = start_server(ScalerConfig::default()).await;
+    let mut client = client(&server).await;
+    let targets = targets(&pods);
+    let common = [
+        ("modelName", MODEL),
+        ("targetBacklogPerReplica", "10"),
+        ("ttftSloSeconds", "0.5"),
+        ("ttftWindowSeconds", "12"),
+        ("pollIntervalSeconds", "1"),
+    ];
+    let mut direct_md = vec![("vllmTargets", targets.as_str())];
+    direct_md.extend(common);
+    let prom_url = prometheus.url();
+    let mut promql_md = vec![("prometheusAddress", prom_url.as_str())];
+    promql_md.extend(common);
+    let direct = object("direct", &direct_md);
+    let promql = object("promql", &promql_md);
+
+    // Steady traffic for long enough that both 12 s windows are full of it.
+    let started = Instant::now();
+    let mut step = 0;
+    while started.elapsed() < Duration::from_secs(16) {
+        drive_requests(&pods, step);
+        step += 1;
+        // Keep both triggers registered and polled.
+        let _ = client.get_metrics(metrics_request(&direct, "")).await;
+        let _ = client.get_metrics(metrics_request(&promql, "")).await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    let direct_ttft = explain(&server, "direct").await["components"]["ttftSeconds"].as_f64();
+    let promql_ttft = explain(&server, "promql").await["components"]["ttftSeconds"].as_f64();
+    let (Some(d), Some(p)) = (direct_ttft, promql_ttft) else {
+        panic!(
+            "both paths must report a TTFT: direct {:#}, promql {:#}",
+            explain(&server, "direct").await,
+            explain(&server, "promql").await
+        );
+    };
+    // Both lie in the (1.0, 2.5] bucket, and agree within 5 % or one bucket width.
+    assert!((1.0..=2.5).contains(&d) && (1.0..=2.5).contains(&p), "direct {d}, promql {p}");
+    let close = (d - p).abs() <= 0.05 * p.max(d) || (d - p).abs() <= 1.5;
+    assert!(close, "direct {d} vs promql {p}");
+
+    // The guard fired on both (L > 0.55 with work waiting): D_lat = T·n·min(L/S, 2) = 10·2·2 = 40.
+    for name in ["direct", "promql"] {
+        let t = explain(&server, name).await;
+        assert_eq!(t["components"]["driver"], "latency", "{name}: {t:#}");
+        assert_eq!(t["value"], 40.0, "{name}: {t:#}");
+        assert!(t["formula"].as_str().is_some_and(|f| f.contains("D_lat")), "{t:#}");
+    }
+    let (_, metrics) = http_get(&format!("http://{}/metrics", server.http_addr)).await;
+    assert!(metrics.contains("guard=\"latency\"} 1"), "{metrics}");
+    assert!(metrics.contains("component=\"ttft_seconds\""), "{metrics}");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn promql_empty_result_is_unavailable_unless_replicas_say_zero() {
+    let pods = pods(&[(1.0, 1.0)]).await;
+    let prometheus = PrometheusServer::start(&[pods[0].addr()], Duration::from_secs(1)).await;
+    prometheus.wait_for_targets_up(1, Duration::from_secs(15)).await;
+    prometheus
+        .wait_for_series("vllm:num_requests_waiting", Duration::from_secs(15))
+        .await;
+    let server = start_server(ScalerConfig::default()).await;
+    let mut client = client(&server).await;
+    let url = prometheus.url();
+
+    // A model nobody serves: every query is empty and the replica count is unknown.
+    let lost = object(
+        "lost",
+        &[("prometheusAddress", url.as_str()), ("modelName", "no-such-model"), ("targetBacklogPerReplica", "10")],
+    );
+    let status = client.get_metrics(metrics_request(&lost, "")).await.expect_err("lost target");
+    assert_eq!(status.code(), Code::Unavailable);
+    assert!(status.message().contains("lost target is not zero work"), "{}", status.message());
+
+    // The same, with a replica count that says 0 pods are up: a measured zero.
+    let zero = object(
+        "zero",
+        &[
+            ("prometheusAddress", url.as_str()),
+            ("modelName", "no-such-model"),
+            ("targetBacklogPerReplica", "10"),
+            ("replicasQuery", "vector(0)"),
+        ],
+    );
+    let value = client.get_metrics(metrics_request(&zero, "")).await.expect("zero").into_inner();
+    assert_eq!(value.metric_values[0].metric_value_float, 0.0);
+    assert!(!client.is_active(zero).await.expect("inactive").into_inner().result);
+
+    // And the live model reads through: W = 1.
+    let live = object("live", &[("prometheusAddress", url.as_str()), ("modelName", MODEL), ("targetBacklogPerReplica", "10")]);
+    let value = client.get_metrics(metrics_request(&live, "")).await.expect("live").into_inner();
+    assert_eq!(value.metric_values[0].metric_value_float, 1.0);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn pod_restart_mid_window_gives_no_negative_or_huge_ttft() {
+    let pods = pods(&[(2.0, 0.0)]).await;
+    // Long-running pod: large lifetime counts in the fast buckets.
+    pods[0].update(|state| {
+        for _ in 0..5000 {
+            state.record_request(MODEL, 0.07, 1.0, 10, 10);
+        }
+    });
+    let server = start_server(ScalerConfig::default()).await;
+    let mut client = client(&server).await;
+    let targets = targets(&pods);
+    let object = object(
+        "restart",
+        &[
+            ("vllmTargets", &targets),
+            ("targetBacklogPerReplica", "10"),
+            ("ttftSloSeconds", "5"),
+            ("ttftWindowSeconds", "30"),
+            ("pollIntervalSeconds", "1"),
+        ],
+    );
+    client.get_metrics(metrics_request(&object, "")).await.expect("first");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // The pod restarts: counters start again from zero, with a few slow requests.
+    pods[0].update(|state| {
+        *state = PodState::default();
+        state.set_load(MODEL, ModelLoad { waiting: 2.0, running: 0.0, kv_cache_usage: 0.1 });
+        for _ in 0..10 {
+            state.record_request(MODEL, 0.6, 2.0, 10, 10);
+        }
+    });
+    let seen = eventually(Duration::from_secs(5), || async {
+        explain(&server, "restart").await["components"]["ttftSeconds"].as_f64()
+    })
+    .await
+    .expect("a TTFT after the restart");
+    // Only the 10 post-restart requests in (0.5, 0.75] count: not negative, not the 5000 old ones.
+    assert!((0.5..=0.75).contains(&seen), "TTFT after a counter reset: {seen}");
+    let b = client.get_metrics(metrics_request(&object, "")).await.expect("value").into_inner();
+    assert_eq!(b.metric_values[0].metric_value_float, 2.0, "guard silent below the SLO");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn every_engine_profile_reads_its_own_exposition() {
+    let server = start_server(ScalerConfig::default()).await;
+    let mut client = client(&server).await;
+    for kind in EngineKind::ALL {
+        let pod = FakeVllmPod::start().await.expect("pod");
+        pod.set_engine(kind);
+        pod.update(|state| {
+            state.tensor_parallel = 2; // SGLang repeats gauges per TP rank
+            state.set_load(MODEL, ModelLoad { waiting: 4.0, running: 16.0, kv_cache_usage: 0.25 });
+        });
+        let url = pod.metrics_url();
+        let mut md = vec![("vllmTargets", url.as_str()), ("engine", kind.as_str()), ("targetBacklogPerReplica", "10")];
+        // Triton has no running gauge; the others count R as T·R/C.
+        let expected = if kind == EngineKind::Triton {
+            4.0
+        } else {
+            md.push(("runningPerReplica", "32"));
+            4.0 + 10.0 * 16.0 / 32.0
+        };
+        if kind != EngineKind::Tgi {
+            md.push(("modelName", MODEL));
+        }
+        let object = object(&format!("engine-{}", kind.as_str()), &md);
+        let value = client
+            .get_metrics(metrics_request(&object, ""))
+            .await
+            .unwrap_or_else(|s| panic!("{kind:?}: {}", s.message()))
+            .into_inner();
+        assert_eq!(value.metric_values[0].metric_value_float, expected, "{kind:?}");
+        if matches!(kind, EngineKind::Vllm | EngineKind::Sglang) {
+            let kv = object_with_kv(&md);
+            let t = client.get_metrics(metrics_request(&kv, "")).await.expect("kv").into_inner();
+            assert!(t.metric_values[0].metric_value_float >= expected, "{kind:?}");
+            let e = explain(&server, &kv.name).await;
+            assert_eq!(e["components"]["kvCacheUsage"], 0.25, "{kind:?}: {e:#}");
+        }
+    }
+    server.shutdown().await;
+}
+
+fn object_with_kv(md: &[(&str, &str)]) -> backlog_scaler::proto::ScaledObjectRef {
+    let mut md = md.to_vec();
+    md.push(("kvCacheTarget", "0.8"));
+    let engine = md.iter().find(|(k, _)| *k == "engine").map(|(_, v)| *v).unwrap_or("x");
+    object(&format!("kv-{engine}"), &md)
+}
+
+#[tokio::test]
+async fn gpu_busy_hold_keeps_a_saturated_fleet_from_shrinking() {
+    let pods = pods(&[(1.0, 2.0), (1.0, 2.0)]).await;
+    let dcgm = FakeDcgmExporter::start().await.expect("dcgm");
+    dcgm.set_gpu(0, 97, Some(("inference", "llama-8b-abc", "vllm")));
+    dcgm.set_gpu(1, 95, Some(("inference", "llama-8b-def", "vllm")));
+    dcgm.set_gpu(2, 100, Some(("research", "trainer-0", "train")));
+    let server = start_server(ScalerConfig::default()).await;
+    let mut client = client(&server).await;
+    let targets = targets(&pods);
+    let dcgm_url = dcgm.metrics_url();
+    let object = object(
+        "gpu",
+        &[
+            ("vllmTargets", &targets),
+            ("targetBacklogPerReplica", "10"),
+            ("runningPerReplica", "32"),
+            ("dcgmTargets", &dcgm_url),
+            ("namespace", "inference"),
+            ("podSelectorRegex", "llama-8b-.*"),
+        ],
+    );
+    // D = 2 + 10·4/32 = 3.25, but the GPUs are saturated with work queued: B = T·n = 20.
+    let value = client.get_metrics(metrics_request(&object, "")).await.expect("value").into_inner();
+    assert_eq!(value.metric_values[0].metric_value_float, 20.0);
+    let t = explain(&server, "gpu").await;
+    assert_eq!(t["components"]["gpuUtilization"], 96.0, "{t:#}");
+    assert_eq!(t["components"]["gpuAction"], "busyHold", "{t:#}");
+    server.shutdown().await;
+}
