@@ -121,7 +121,9 @@ fn string_map(value: &Value, origin: &str) -> Result<Vec<(String, String)>, Stri
 pub async fn check_trigger(found: &FoundTrigger, ctx: &SourceContext) -> Result<String, String> {
     let mut out = String::new();
     let _ = writeln!(out, "{}:", found.origin);
-    let spec = match TriggerSpec::from_metadata(found.metadata.iter().map(|(k, v)| (k.as_str(), v.as_str()))) {
+    let spec = match TriggerSpec::from_metadata(
+        found.metadata.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+    ) {
         Ok(spec) => spec,
         Err(errors) => {
             for error in &errors.0 {
@@ -162,7 +164,11 @@ pub async fn check_trigger(found: &FoundTrigger, ctx: &SourceContext) -> Result<
         let mut state = SignalState::default();
         match result {
             Ok(reading) => {
-                let _ = writeln!(out, "  source {source}: ok in {} ms", started.elapsed().as_millis());
+                let _ = writeln!(
+                    out,
+                    "  source {source}: ok in {} ms",
+                    started.elapsed().as_millis()
+                );
                 describe(&mut out, &reading);
                 state.last_good = Some(Timed {
                     value: reading,
@@ -172,7 +178,11 @@ pub async fn check_trigger(found: &FoundTrigger, ctx: &SourceContext) -> Result<
             }
             Err(error) => {
                 failed = true;
-                let _ = writeln!(out, "  source {source}: FAILED ({}): {error}", error.outcome().as_str());
+                let _ = writeln!(
+                    out,
+                    "  source {source}: FAILED ({}): {error}",
+                    error.outcome().as_str()
+                );
                 state.consecutive_failures = 1;
                 state.last_failure = Some(Timed {
                     value: error,
@@ -191,14 +201,21 @@ pub async fn check_trigger(found: &FoundTrigger, ctx: &SourceContext) -> Result<
     let evaluation = evaluate(&spec, reports, &mut TriggerMemory::default(), now);
     match evaluation.decision_at(now) {
         Ok(decision) if !failed => {
-            let _ = writeln!(out, "  {}", formula(&spec.fusion, &decision.components, decision.backlog));
+            let _ = writeln!(
+                out,
+                "  {}",
+                formula(&spec.fusion, &decision.components, decision.backlog)
+            );
             let _ = writeln!(
                 out,
                 "  would answer: GetMetrics {}={}  IsActive={}  (desired replicas ceil(B/T) = {})",
                 spec.metric_name, decision.backlog, decision.active, decision.desired_replicas
             );
             if spec.fusion.latency.is_some() {
-                let _ = writeln!(out, "  note: the TTFT quantile needs two readings a window apart; the server computes it, one probe cannot");
+                let _ = writeln!(
+                    out,
+                    "  note: the TTFT quantile needs two readings a window apart; the server computes it, one probe cannot"
+                );
             }
             Ok(out)
         }
@@ -207,7 +224,10 @@ pub async fn check_trigger(found: &FoundTrigger, ctx: &SourceContext) -> Result<
             Err(out)
         }
         Err(reason) => {
-            let _ = writeln!(out, "  would answer: UNAVAILABLE (KEDA's fallback applies): {reason}");
+            let _ = writeln!(
+                out,
+                "  would answer: UNAVAILABLE (KEDA's fallback applies): {reason}"
+            );
             Err(out)
         }
     }
@@ -232,7 +252,11 @@ fn describe(out: &mut String, reading: &Reading) {
         }
         Reading::Gpu(reading) => {
             for gpu in &reading.gpus {
-                let _ = writeln!(out, "    {} {} pod={} util={}%", gpu.target, gpu.gpu, gpu.pod, gpu.utilization);
+                let _ = writeln!(
+                    out,
+                    "    {} {} pod={} util={}%",
+                    gpu.target, gpu.gpu, gpu.pod, gpu.utilization
+                );
             }
             if reading.gpus.is_empty() {
                 let _ = writeln!(out, "    no GPU matched the pod selector");
@@ -248,7 +272,11 @@ fn describe(out: &mut String, reading: &Reading) {
         }
     }
     if reading.malformed_lines() > 0 {
-        let _ = writeln!(out, "    warning: {} malformed line(s) skipped", reading.malformed_lines());
+        let _ = writeln!(
+            out,
+            "    warning: {} malformed line(s) skipped",
+            reading.malformed_lines()
+        );
     }
 }
 

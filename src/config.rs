@@ -173,7 +173,13 @@ mod tests {
         policy
             .check_host("vllm.inference.svc.cluster.local")
             .expect("allowed");
-        assert!(!ScalerConfig::default().outbound.policy().expect("default").is_restricted());
+        assert!(
+            !ScalerConfig::default()
+                .outbound
+                .policy()
+                .expect("default")
+                .is_restricted()
+        );
         let err = ScalerConfig::parse("outbound:\n  allow: [10.0.0.0/99]\n").expect_err("bad CIDR");
         assert!(err.contains("10.0.0.0/99"), "{err}");
         let err = ScalerConfig::parse("outbound:\n  alow: []\n").expect_err("unknown");

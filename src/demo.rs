@@ -65,8 +65,7 @@ pub async fn run(
     // The simulated pods are on loopback: allow exactly that.
     let mut config = ScalerConfig::default();
     config.outbound.allow = Some(vec!["127.0.0.0/8".to_owned()]);
-    let server = match RunningServer::start(ServerOptions::new(grpc_addr, http_addr, config))
-    .await
+    let server = match RunningServer::start(ServerOptions::new(grpc_addr, http_addr, config)).await
     {
         Ok(server) => server,
         Err(e) => {

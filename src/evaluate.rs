@@ -5,7 +5,6 @@
 //! Pure given its inputs and `now`; the trigger task in `cache` owns the
 //! [`TriggerMemory`] that carries the TTFT window across evaluations.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
@@ -74,7 +73,10 @@ impl Evaluation {
     /// The decision if it is still valid at `now`.
     pub fn decision_at(&self, now: Instant) -> Result<Decision, Unavailable> {
         match &self.status {
-            Status::Ready { decision, valid_until } if now <= *valid_until => Ok(*decision),
+            Status::Ready {
+                decision,
+                valid_until,
+            } if now <= *valid_until => Ok(*decision),
             Status::Ready { .. } => Err(Unavailable(
                 "the last good reading has passed maxSignalAgeSeconds".to_owned(),
             )),
@@ -101,16 +103,25 @@ pub struct TriggerMemory {
 }
 
 /// Combine the sources' states into an evaluation.
-pub fn evaluate(spec: &TriggerSpec, signals: Vec<SignalReport>, memory: &mut TriggerMemory, now: Instant) -> Evaluation {
+pub fn evaluate(
+    spec: &TriggerSpec,
+    signals: Vec<SignalReport>,
+    memory: &mut TriggerMemory,
+    now: Instant,
+) -> Evaluation {
     let max_age = spec.max_signal_age;
     let mut problems = Vec::new();
     let mut pending = false;
     let mut degraded = false;
     let mut oldest: Option<Instant> = None;
-    let mut fresh: HashMap<&SourceSpec, (&Reading, Instant)> = HashMap::new();
+    let mut fresh: Fresh<'_> = Vec::new();
     for report in &signals {
         let state = &report.state;
-        let last_error = state.last_failure.as_ref().map(|f| f.value.to_string()).unwrap_or_default();
+        let last_error = state
+            .last_failure
+            .as_ref()
+            .map(|f| f.value.to_string())
+            .unwrap_or_default();
         let Some(good) = &state.last_good else {
             if state.failing() {
                 problems.push(format!(
@@ -135,7 +146,7 @@ pub fn evaluate(spec: &TriggerSpec, signals: Vec<SignalReport>, memory: &mut Tri
         }
         degraded |= state.failing();
         oldest = Some(oldest.map_or(good.at, |o| o.min(good.at)));
-        fresh.insert(&report.source, (&good.value, good.at));
+        fresh.push((&report.source, &good.value, good.at));
     }
     let status = if !problems.is_empty() {
         Status::Unavailable(problems.join("; "))
@@ -159,17 +170,30 @@ pub fn evaluate(spec: &TriggerSpec, signals: Vec<SignalReport>, memory: &mut Tri
     }
 }
 
-type Fresh<'a> = HashMap<&'a SourceSpec, (&'a Reading, Instant)>;
+/// Fresh readings by source. A list, not a map: a few entries per trigger,
+/// and `SourceSpec` holds a compiled regex, which is not a sound hash key.
+type Fresh<'a> = Vec<(&'a SourceSpec, &'a Reading, Instant)>;
+
+fn lookup<'a>(fresh: &Fresh<'a>, source: &SourceSpec) -> Option<(&'a Reading, Instant)> {
+    fresh
+        .iter()
+        .find(|(s, _, _)| *s == source)
+        .map(|(_, r, at)| (*r, *at))
+}
 
 /// Turn fresh readings into the fusion's inputs, applying each signal's rules.
-fn assemble(spec: &TriggerSpec, fresh: &Fresh<'_>, memory: &mut TriggerMemory) -> Result<Signals, String> {
+fn assemble(
+    spec: &TriggerSpec,
+    fresh: &Fresh<'_>,
+    memory: &mut TriggerMemory,
+) -> Result<Signals, String> {
     let mut signals = match &spec.engine {
         EngineInput::Scrape(source) => {
             let key = SourceSpec::Engine(source.clone());
-            let Some((Reading::Engine(reading), at)) = fresh.get(&key) else {
+            let Some((Reading::Engine(reading), at)) = lookup(fresh, &key) else {
                 return Err(format!("{}: no reading", source.label()));
             };
-            engine_signals(spec, reading, *at, memory)?
+            engine_signals(spec, reading, at, memory)?
         }
         EngineInput::Prometheus(queries) => prometheus_signals(spec, queries, fresh)?,
     };
@@ -177,7 +201,7 @@ fn assemble(spec: &TriggerSpec, fresh: &Fresh<'_>, memory: &mut TriggerMemory) -
         None => None,
         Some(GpuInput::Scrape(source)) => {
             let key = SourceSpec::Dcgm(source.clone());
-            let Some((Reading::Gpu(reading), _)) = fresh.get(&key) else {
+            let Some((Reading::Gpu(reading), _)) = lookup(fresh, &key) else {
                 return Err(format!("{}: no reading", source.label()));
             };
             match reading.mean_utilization() {
@@ -201,21 +225,32 @@ fn assemble(spec: &TriggerSpec, fresh: &Fresh<'_>, memory: &mut TriggerMemory) -
     Ok(signals)
 }
 
-fn engine_signals(spec: &TriggerSpec, reading: &EngineReading, at: Instant, memory: &mut TriggerMemory) -> Result<Signals, String> {
+fn engine_signals(
+    spec: &TriggerSpec,
+    reading: &EngineReading,
+    at: Instant,
+    memory: &mut TriggerMemory,
+) -> Result<Signals, String> {
     let fusion = &spec.fusion;
     let running = reading.running();
     if fusion.running_per_replica.is_some()
         && running.is_none()
         && let Some(pod) = reading.pods.iter().find(|p| p.running.is_none())
     {
-        return Err(format!("{}: no running-requests gauge (runningPerReplica is set)", pod.target));
+        return Err(format!(
+            "{}: no running-requests gauge (runningPerReplica is set)",
+            pod.target
+        ));
     }
     let kv_cache_usage = reading.kv_cache_usage();
     if fusion.kv_cache_target.is_some()
         && kv_cache_usage.is_none()
         && let Some(pod) = reading.pods.iter().find(|p| p.kv_cache_usage.is_none())
     {
-        return Err(format!("{}: no KV-cache usage gauge (kvCacheTarget is set)", pod.target));
+        return Err(format!(
+            "{}: no KV-cache usage gauge (kvCacheTarget is set)",
+            pod.target
+        ));
     }
     let ttft_seconds = if fusion.latency.is_some() {
         memory.ttft.push(
@@ -248,11 +283,20 @@ fn engine_signals(spec: &TriggerSpec, reading: &EngineReading, at: Instant, memo
 /// value") only when `replicasQuery` answers an explicit 0; otherwise it is a
 /// lost target, never read as 0 (KEDA issue 3065). TTFT is the exception:
 /// empty or NaN means no requests in the window, so the guard is off.
-fn prometheus_signals(spec: &TriggerSpec, queries: &PromSignals, fresh: &Fresh<'_>) -> Result<Signals, String> {
+fn prometheus_signals(
+    spec: &TriggerSpec,
+    queries: &PromSignals,
+    fresh: &Fresh<'_>,
+) -> Result<Signals, String> {
     let replicas = match query_reading(&queries.replicas, fresh)?.series.as_slice() {
         [] => None,
         [one] if one.value.is_finite() && one.value >= 0.0 => Some(one.value.round() as usize),
-        [one] => return Err(format!("replicasQuery `{}` returned {}, not a count", queries.replicas.query, one.value)),
+        [one] => {
+            return Err(format!(
+                "replicasQuery `{}` returned {}, not a count",
+                queries.replicas.query, one.value
+            ));
+        }
         more => {
             return Err(format!(
                 "replicasQuery `{}` returned {} series; it must return one",
@@ -275,11 +319,19 @@ fn prometheus_signals(spec: &TriggerSpec, queries: &PromSignals, fresh: &Fresh<'
         Some(q) => match query_reading(q, fresh)?.series.as_slice() {
             [] => None,
             [one] => Some(one.value).filter(|v| v.is_finite()),
-            more => return Err(format!("ttftQuery `{}` returned {} series; it must return one", q.query, more.len())),
+            more => {
+                return Err(format!(
+                    "ttftQuery `{}` returned {} series; it must return one",
+                    q.query,
+                    more.len()
+                ));
+            }
         },
         None => None,
     };
-    let needs_n = spec.fusion.latency.is_some() || spec.fusion.kv_cache_target.is_some() || spec.fusion.gpu.is_some();
+    let needs_n = spec.fusion.latency.is_some()
+        || spec.fusion.kv_cache_target.is_some()
+        || spec.fusion.gpu.is_some();
     let replicas_reporting = match replicas {
         Some(n) => n,
         None if needs_n => {
@@ -300,8 +352,8 @@ fn prometheus_signals(spec: &TriggerSpec, queries: &PromSignals, fresh: &Fresh<'
     })
 }
 
-fn query_reading<'a>(query: &PromQuery, fresh: &'a Fresh<'_>) -> Result<&'a QueryReading, String> {
-    match fresh.get(&SourceSpec::Prometheus(query.clone())) {
+fn query_reading<'a>(query: &PromQuery, fresh: &Fresh<'a>) -> Result<&'a QueryReading, String> {
+    match lookup(fresh, &SourceSpec::Prometheus(query.clone())) {
         Some((Reading::Query(reading), _)) => Ok(reading),
         _ => Err(format!("{}: no reading", query.label())),
     }
@@ -314,28 +366,49 @@ fn empty_error(key: &str, query: &PromQuery) -> String {
     )
 }
 
-fn summed(query: &PromQuery, fresh: &Fresh<'_>, key: &str, zero_replicas: bool) -> Result<f64, String> {
+fn summed(
+    query: &PromQuery,
+    fresh: &Fresh<'_>,
+    key: &str,
+    zero_replicas: bool,
+) -> Result<f64, String> {
     let reading = query_reading(query, fresh)?;
     if reading.series.is_empty() {
-        return if zero_replicas { Ok(0.0) } else { Err(empty_error(key, query)) };
+        return if zero_replicas {
+            Ok(0.0)
+        } else {
+            Err(empty_error(key, query))
+        };
     }
     let mut total = 0.0;
     for series in &reading.series {
         if !series.value.is_finite() || series.value < 0.0 {
-            return Err(format!("{key} `{}` returned {} for {}, not a count", query.query, series.value, series.labels));
+            return Err(format!(
+                "{key} `{}` returned {} for {}, not a count",
+                query.query, series.value, series.labels
+            ));
         }
         total += series.value;
     }
     Ok(total)
 }
 
-fn single_value(query: &PromQuery, fresh: &Fresh<'_>, key: &str, zero_replicas: bool) -> Result<Option<f64>, String> {
+fn single_value(
+    query: &PromQuery,
+    fresh: &Fresh<'_>,
+    key: &str,
+    zero_replicas: bool,
+) -> Result<Option<f64>, String> {
     match query_reading(query, fresh)?.series.as_slice() {
         [] if zero_replicas => Ok(None),
         [] => Err(empty_error(key, query)),
         [one] if one.value.is_finite() && one.value >= 0.0 => Ok(Some(one.value)),
         [one] => Err(format!("{key} `{}` returned {}", query.query, one.value)),
-        more => Err(format!("{key} `{}` returned {} series; it must return one", query.query, more.len())),
+        more => Err(format!(
+            "{key} `{}` returned {} series; it must return one",
+            query.query,
+            more.len()
+        )),
     }
 }
 

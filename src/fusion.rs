@@ -296,14 +296,94 @@ mod tests {
     #[test]
     fn demand_table() {
         let cases = [
-            Case { name: "issue example: three pods, T=10, C=32", t: 10.0, c: Some(32.0), a: 0.0, w: 45.0, r: 94.0, backlog: 74.375, desired: 8, active: true },
-            Case { name: "architecture example: 10 full pods + 50 waiting", t: 10.0, c: Some(32.0), a: 0.0, w: 50.0, r: 320.0, backlog: 150.0, desired: 15, active: true },
-            Case { name: "running ignored without C", t: 10.0, c: None, a: 0.0, w: 7.0, r: 300.0, backlog: 7.0, desired: 1, active: true },
-            Case { name: "idle fleet is measured zero, inactive", t: 10.0, c: Some(32.0), a: 0.0, w: 0.0, r: 0.0, backlog: 0.0, desired: 0, active: false },
-            Case { name: "activation is strict: B == A is inactive", t: 10.0, c: None, a: 3.0, w: 3.0, r: 0.0, backlog: 3.0, desired: 1, active: false },
-            Case { name: "just above activation", t: 10.0, c: None, a: 3.0, w: 3.5, r: 0.0, backlog: 3.5, desired: 1, active: true },
-            Case { name: "exact multiple of T does not round up", t: 10.0, c: None, a: 0.0, w: 20.0, r: 0.0, backlog: 20.0, desired: 2, active: true },
-            Case { name: "garbage inputs read as zero", t: 10.0, c: Some(32.0), a: 0.0, w: f64::NAN, r: -4.0, backlog: 0.0, desired: 0, active: false },
+            Case {
+                name: "issue example: three pods, T=10, C=32",
+                t: 10.0,
+                c: Some(32.0),
+                a: 0.0,
+                w: 45.0,
+                r: 94.0,
+                backlog: 74.375,
+                desired: 8,
+                active: true,
+            },
+            Case {
+                name: "architecture example: 10 full pods + 50 waiting",
+                t: 10.0,
+                c: Some(32.0),
+                a: 0.0,
+                w: 50.0,
+                r: 320.0,
+                backlog: 150.0,
+                desired: 15,
+                active: true,
+            },
+            Case {
+                name: "running ignored without C",
+                t: 10.0,
+                c: None,
+                a: 0.0,
+                w: 7.0,
+                r: 300.0,
+                backlog: 7.0,
+                desired: 1,
+                active: true,
+            },
+            Case {
+                name: "idle fleet is measured zero, inactive",
+                t: 10.0,
+                c: Some(32.0),
+                a: 0.0,
+                w: 0.0,
+                r: 0.0,
+                backlog: 0.0,
+                desired: 0,
+                active: false,
+            },
+            Case {
+                name: "activation is strict: B == A is inactive",
+                t: 10.0,
+                c: None,
+                a: 3.0,
+                w: 3.0,
+                r: 0.0,
+                backlog: 3.0,
+                desired: 1,
+                active: false,
+            },
+            Case {
+                name: "just above activation",
+                t: 10.0,
+                c: None,
+                a: 3.0,
+                w: 3.5,
+                r: 0.0,
+                backlog: 3.5,
+                desired: 1,
+                active: true,
+            },
+            Case {
+                name: "exact multiple of T does not round up",
+                t: 10.0,
+                c: None,
+                a: 0.0,
+                w: 20.0,
+                r: 0.0,
+                backlog: 20.0,
+                desired: 2,
+                active: true,
+            },
+            Case {
+                name: "garbage inputs read as zero",
+                t: 10.0,
+                c: Some(32.0),
+                a: 0.0,
+                w: f64::NAN,
+                r: -4.0,
+                backlog: 0.0,
+                desired: 0,
+                active: false,
+            },
         ];
         for case in cases {
             let d = fuse(&params(case.t, case.c, case.a), &signals(case.w, case.r, 3));
@@ -330,18 +410,64 @@ mod tests {
     fn latency_guard_table() {
         // T=10, n=4, S=2 s, tolerance 0.1 → fires above 2.2 s; D = W (no C).
         let guard = FusionParams {
-            latency: Some(LatencyGuard { slo_seconds: 2.0, tolerance: 0.1 }),
+            latency: Some(LatencyGuard {
+                slo_seconds: 2.0,
+                tolerance: 0.1,
+            }),
             ..FusionParams::with_target(10.0)
         };
         // (name, W, L, expected B, expected latency term, driver)
-        let cases: [(&str, f64, Option<f64>, f64, f64, Driver); 7] = [
+        type Case = (&'static str, f64, Option<f64>, f64, f64, Driver);
+        let cases: [Case; 7] = [
             ("below the SLO", 5.0, Some(1.5), 5.0, 0.0, Driver::Demand),
-            ("inside the tolerance band", 5.0, Some(2.2), 5.0, 0.0, Driver::Demand),
-            ("above the band: T·n·L/S", 5.0, Some(3.0), 60.0, 60.0, Driver::Latency),
-            ("clamped at 2×", 5.0, Some(30.0), 80.0, 80.0, Driver::Latency),
-            ("silent with nothing waiting, however high L", 0.0, Some(30.0), 0.0, 0.0, Driver::Demand),
-            ("no requests in the window: off", 5.0, None, 5.0, 0.0, Driver::Demand),
-            ("demand above the guard wins", 100.0, Some(3.0), 100.0, 60.0, Driver::Demand),
+            (
+                "inside the tolerance band",
+                5.0,
+                Some(2.2),
+                5.0,
+                0.0,
+                Driver::Demand,
+            ),
+            (
+                "above the band: T·n·L/S",
+                5.0,
+                Some(3.0),
+                60.0,
+                60.0,
+                Driver::Latency,
+            ),
+            (
+                "clamped at 2×",
+                5.0,
+                Some(30.0),
+                80.0,
+                80.0,
+                Driver::Latency,
+            ),
+            (
+                "silent with nothing waiting, however high L",
+                0.0,
+                Some(30.0),
+                0.0,
+                0.0,
+                Driver::Demand,
+            ),
+            (
+                "no requests in the window: off",
+                5.0,
+                None,
+                5.0,
+                0.0,
+                Driver::Demand,
+            ),
+            (
+                "demand above the guard wins",
+                100.0,
+                Some(3.0),
+                100.0,
+                60.0,
+                Driver::Demand,
+            ),
         ];
         for (name, w, l, backlog, term, driver) in cases {
             let s = Signals {
@@ -385,19 +511,87 @@ mod tests {
     fn gpu_guard_table() {
         let p = |idle: Option<f64>| FusionParams {
             running_per_replica: Some(32.0),
-            gpu: Some(GpuGuard { busy_percent: Some(90.0), idle_percent: idle }),
+            gpu: Some(GpuGuard {
+                busy_percent: Some(90.0),
+                idle_percent: idle,
+            }),
             ..FusionParams::with_target(10.0)
         };
         // n = 4, T·n = 40.
         // (name, idle veto, W, R, U, expected B, action)
-        let cases: [(&str, Option<f64>, f64, f64, f64, f64, Option<GpuAction>); 7] = [
-            ("busy hold: saturated fleet with work queued keeps T·n", None, 2.0, 64.0, 97.0, 40.0, Some(GpuAction::BusyHold)),
-            ("busy but nothing queued: no hold", None, 0.0, 64.0, 97.0, 20.0, None),
-            ("busy below the threshold: no hold", None, 2.0, 64.0, 80.0, 22.0, None),
-            ("busy never drives scale-up beyond T·n", None, 100.0, 128.0, 99.0, 140.0, None),
-            ("idle veto off by default", None, 100.0, 128.0, 5.0, 140.0, None),
-            ("idle veto caps at T·n when opted in", Some(10.0), 100.0, 128.0, 5.0, 40.0, Some(GpuAction::IdleVeto)),
-            ("idle veto needs queued work", Some(10.0), 0.0, 160.0, 5.0, 50.0, None),
+        type Case = (
+            &'static str,
+            Option<f64>,
+            f64,
+            f64,
+            f64,
+            f64,
+            Option<GpuAction>,
+        );
+        let cases: [Case; 7] = [
+            (
+                "busy hold: saturated fleet with work queued keeps T·n",
+                None,
+                2.0,
+                64.0,
+                97.0,
+                40.0,
+                Some(GpuAction::BusyHold),
+            ),
+            (
+                "busy but nothing queued: no hold",
+                None,
+                0.0,
+                64.0,
+                97.0,
+                20.0,
+                None,
+            ),
+            (
+                "busy below the threshold: no hold",
+                None,
+                2.0,
+                64.0,
+                80.0,
+                22.0,
+                None,
+            ),
+            (
+                "busy never drives scale-up beyond T·n",
+                None,
+                100.0,
+                128.0,
+                99.0,
+                140.0,
+                None,
+            ),
+            (
+                "idle veto off by default",
+                None,
+                100.0,
+                128.0,
+                5.0,
+                140.0,
+                None,
+            ),
+            (
+                "idle veto caps at T·n when opted in",
+                Some(10.0),
+                100.0,
+                128.0,
+                5.0,
+                40.0,
+                Some(GpuAction::IdleVeto),
+            ),
+            (
+                "idle veto needs queued work",
+                Some(10.0),
+                0.0,
+                160.0,
+                5.0,
+                50.0,
+                None,
+            ),
         ];
         for (name, idle, w, r, u, backlog, action) in cases {
             let s = Signals {

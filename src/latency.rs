@@ -40,14 +40,19 @@ impl TtftWindow {
     /// Add a reading's snapshot and forget those older than `window` before
     /// the newest, keeping one just outside as the baseline.
     pub fn push(&mut self, snapshot: TtftSnapshot, window: Duration) {
-        if self.snapshots.back().is_some_and(|last| last.at == snapshot.at) {
+        if self
+            .snapshots
+            .back()
+            .is_some_and(|last| last.at == snapshot.at)
+        {
             return;
         }
         let cutoff = snapshot.at.checked_sub(window);
         self.snapshots.push_back(snapshot);
         if let Some(cutoff) = cutoff {
             // Keep the newest snapshot at or before the cutoff as baseline.
-            while self.snapshots.len() > 2 && self.snapshots.get(1).is_some_and(|s| s.at <= cutoff) {
+            while self.snapshots.len() > 2 && self.snapshots.get(1).is_some_and(|s| s.at <= cutoff)
+            {
                 self.snapshots.pop_front();
             }
         }
@@ -73,7 +78,9 @@ impl TtftWindow {
 
 /// Per-pod bucket increases across consecutive snapshots, summed over the
 /// pods of the newest snapshot. `None` with fewer than two snapshots.
-pub fn window_increase<'a>(snapshots: impl Iterator<Item = &'a TtftSnapshot> + Clone) -> Option<Buckets> {
+pub fn window_increase<'a>(
+    snapshots: impl Iterator<Item = &'a TtftSnapshot> + Clone,
+) -> Option<Buckets> {
     let newest = snapshots.clone().last()?;
     if snapshots.clone().count() < 2 {
         return None;
@@ -128,7 +135,10 @@ fn add_common_bounds(a: &Buckets, b: &Buckets) -> Buckets {
 /// bucket, the lowest bucket starting at 0, the `+Inf` bucket answering the
 /// highest finite bound, and non-monotonic counts made monotonic.
 pub fn histogram_quantile(q: f64, buckets: &Buckets) -> Option<f64> {
-    if !(0.0..=1.0).contains(&q) || buckets.bounds.len() < 2 || buckets.bounds.len() != buckets.counts.len() {
+    if !(0.0..=1.0).contains(&q)
+        || buckets.bounds.len() < 2
+        || buckets.bounds.len() != buckets.counts.len()
+    {
         return None;
     }
     if buckets.bounds.last().is_none_or(|b| b.is_finite()) {
@@ -155,7 +165,11 @@ pub fn histogram_quantile(q: f64, buckets: &Buckets) -> Option<f64> {
     if b == 0 && bounds[0] <= 0.0 {
         return Some(bounds[0]);
     }
-    let (start, count_before) = if b == 0 { (0.0, 0.0) } else { (bounds[b - 1], counts[b - 1]) };
+    let (start, count_before) = if b == 0 {
+        (0.0, 0.0)
+    } else {
+        (bounds[b - 1], counts[b - 1])
+    };
     let end = bounds[b];
     let in_bucket = counts[b] - count_before;
     if in_bucket <= 0.0 {
@@ -194,9 +208,18 @@ mod tests {
 
     #[test]
     fn unusable_or_empty_histograms_are_none() {
-        assert_eq!(histogram_quantile(0.95, &buckets(&[1.0, INF], &[0.0, 0.0])), None);
-        assert_eq!(histogram_quantile(0.95, &buckets(&[1.0, 2.0], &[1.0, 2.0])), None);
-        assert_eq!(histogram_quantile(1.5, &buckets(&[1.0, INF], &[1.0, 1.0])), None);
+        assert_eq!(
+            histogram_quantile(0.95, &buckets(&[1.0, INF], &[0.0, 0.0])),
+            None
+        );
+        assert_eq!(
+            histogram_quantile(0.95, &buckets(&[1.0, 2.0], &[1.0, 2.0])),
+            None
+        );
+        assert_eq!(
+            histogram_quantile(1.5, &buckets(&[1.0, INF], &[1.0, 1.0])),
+            None
+        );
         assert_eq!(histogram_quantile(0.5, &buckets(&[INF], &[3.0])), None);
     }
 
@@ -221,9 +244,27 @@ mod tests {
         let t0 = Instant::now();
         let s = Duration::from_secs;
         let mut w = TtftWindow::default();
-        w.push(snapshot(t0, &[("a", &[100.0, 100.0, 100.0, 100.0]), ("b", &[0.0, 0.0, 0.0, 0.0])]), s(60));
+        w.push(
+            snapshot(
+                t0,
+                &[
+                    ("a", &[100.0, 100.0, 100.0, 100.0]),
+                    ("b", &[0.0, 0.0, 0.0, 0.0]),
+                ],
+            ),
+            s(60),
+        );
         assert_eq!(w.quantile(0.95), None, "one snapshot has no increase");
-        w.push(snapshot(t0 + s(5), &[("a", &[100.0, 105.0, 110.0, 110.0]), ("b", &[0.0, 5.0, 10.0, 10.0])]), s(60));
+        w.push(
+            snapshot(
+                t0 + s(5),
+                &[
+                    ("a", &[100.0, 105.0, 110.0, 110.0]),
+                    ("b", &[0.0, 5.0, 10.0, 10.0]),
+                ],
+            ),
+            s(60),
+        );
         // increase: a (0,5,10,10) + b (0,5,10,10) = (0,10,20,20) → p95 = 1.9
         assert_eq!(w.quantile(0.95), Some(1.9));
     }
@@ -233,8 +274,14 @@ mod tests {
         let t0 = Instant::now();
         let s = Duration::from_secs;
         let mut w = TtftWindow::default();
-        w.push(snapshot(t0, &[("a", &[1000.0, 2000.0, 3000.0, 3000.0])]), s(60));
-        w.push(snapshot(t0 + s(5), &[("a", &[1000.0, 2000.0, 3000.0, 3000.0])]), s(60));
+        w.push(
+            snapshot(t0, &[("a", &[1000.0, 2000.0, 3000.0, 3000.0])]),
+            s(60),
+        );
+        w.push(
+            snapshot(t0 + s(5), &[("a", &[1000.0, 2000.0, 3000.0, 3000.0])]),
+            s(60),
+        );
         // The pod restarted: counts start again from zero.
         w.push(snapshot(t0 + s(10), &[("a", &[0.0, 4.0, 4.0, 4.0])]), s(60));
         w.push(snapshot(t0 + s(15), &[("a", &[0.0, 8.0, 8.0, 8.0])]), s(60));
@@ -249,15 +296,37 @@ mod tests {
         let t0 = Instant::now();
         let s = Duration::from_secs;
         let mut w = TtftWindow::default();
-        w.push(snapshot(t0, &[("a", &[0.0, 0.0, 0.0, 0.0]), ("gone", &[0.0, 0.0, 0.0, 0.0])]), s(60));
         w.push(
             snapshot(
-                t0 + s(5),
-                &[("a", &[0.0, 0.0, 10.0, 10.0]), ("gone", &[0.0, 0.0, 0.0, 50.0]), ("new", &[500.0, 500.0, 500.0, 500.0])],
+                t0,
+                &[
+                    ("a", &[0.0, 0.0, 0.0, 0.0]),
+                    ("gone", &[0.0, 0.0, 0.0, 0.0]),
+                ],
             ),
             s(60),
         );
-        w.push(snapshot(t0 + s(10), &[("a", &[0.0, 0.0, 10.0, 10.0]), ("new", &[510.0, 510.0, 510.0, 510.0])]), s(60));
+        w.push(
+            snapshot(
+                t0 + s(5),
+                &[
+                    ("a", &[0.0, 0.0, 10.0, 10.0]),
+                    ("gone", &[0.0, 0.0, 0.0, 50.0]),
+                    ("new", &[500.0, 500.0, 500.0, 500.0]),
+                ],
+            ),
+            s(60),
+        );
+        w.push(
+            snapshot(
+                t0 + s(10),
+                &[
+                    ("a", &[0.0, 0.0, 10.0, 10.0]),
+                    ("new", &[510.0, 510.0, 510.0, 510.0]),
+                ],
+            ),
+            s(60),
+        );
         let inc = window_increase(w.snapshots.iter()).expect("increase");
         // a: +10 in (1,2]; new: +10 in (0,0.5] (not its 500 lifetime); gone: dropped
         assert_eq!(inc.counts, vec![10.0, 10.0, 20.0, 20.0]);

@@ -166,8 +166,7 @@ impl RunningServer {
                 // Our own accept loop rather than tonic's ServerTlsConfig,
                 // which cannot swap certificates on a running server.
                 Some(tls) => {
-                    let incoming =
-                        crate::tls::incoming(grpc_listener, tls, grpc_shutdown.clone());
+                    let incoming = crate::tls::incoming(grpc_listener, tls, grpc_shutdown.clone());
                     router
                         .serve_with_incoming_shutdown(incoming, grpc_shutdown.cancelled_owned())
                         .await

@@ -46,7 +46,10 @@ async fn explain_metrics_and_probes_show_every_number() {
     assert_eq!(t["components"]["waiting"], 45.0);
     assert_eq!(t["components"]["running"], 94.0);
     assert_eq!(t["components"]["runningTerm"], 29.375);
-    assert_eq!(t["formula"], "D = W + T·R/C = 45 + 10·94/32 = 74.375; max → D; B = 74.375");
+    assert_eq!(
+        t["formula"],
+        "D = W + T·R/C = 45 + 10·94/32 = 74.375; max → D; B = 74.375"
+    );
     let pods_json = t["sources"][0]["reading"]["pods"]
         .as_array()
         .expect("per-pod readings");

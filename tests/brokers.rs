@@ -41,7 +41,11 @@ fn context(profiles_yaml: &str) -> BrokerContext {
     BrokerContext::new(Arc::new(profiles), TIMEOUT).expect("context")
 }
 
-async fn read(source: &BrokerSource, ctx: &BrokerContext, memory: &mut BrokerMemory) -> BrokerReading {
+async fn read(
+    source: &BrokerSource,
+    ctx: &BrokerContext,
+    memory: &mut BrokerMemory,
+) -> BrokerReading {
     match source.read(ctx, memory).await {
         Ok(reading) => reading,
         Err(e) => panic!("{}: {e}", source.label()),
@@ -69,13 +73,19 @@ async fn read_until(
 fn unique(prefix: &str) -> String {
     use std::sync::atomic::{AtomicU32, Ordering};
     static N: AtomicU32 = AtomicU32::new(0);
-    format!("{prefix}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst))
+    format!(
+        "{prefix}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    )
 }
 
 // ---------------------------------------------------------------- RabbitMQ
 
 mod mq {
-    use lapin::options::{BasicGetOptions, BasicPublishOptions, ConfirmSelectOptions, QueueDeclareOptions};
+    use lapin::options::{
+        BasicGetOptions, BasicPublishOptions, ConfirmSelectOptions, QueueDeclareOptions,
+    };
     use lapin::types::FieldTable;
     use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
 
@@ -97,7 +107,11 @@ mod mq {
 
     pub async fn declare(channel: &Channel, queue: &str) {
         channel
-            .queue_declare(queue.into(), QueueDeclareOptions::default(), FieldTable::default())
+            .queue_declare(
+                queue.into(),
+                QueueDeclareOptions::default(),
+                FieldTable::default(),
+            )
             .await
             .expect("declare");
     }
@@ -168,7 +182,10 @@ async fn rabbitmq_counts_ready_over_amqp_and_ready_plus_unacked_over_http() {
     mq::take_unacked(&channel, &queue, 3).await;
 
     let amqp = trigger(&[
-        ("rabbitmqHost", &format!("amqp://127.0.0.1:{}", mq.amqp_port)),
+        (
+            "rabbitmqHost",
+            &format!("amqp://127.0.0.1:{}", mq.amqp_port),
+        ),
         ("queueName", &queue),
         ("messageWeight", "2"),
     ]);
@@ -182,7 +199,10 @@ async fn rabbitmq_counts_ready_over_amqp_and_ready_plus_unacked_over_http() {
     assert_eq!(read(&amqp.source, &ctx, &mut memory).await.messages, 7.0);
 
     let http = trigger(&[
-        ("rabbitmqHost", &format!("http://127.0.0.1:{}", mq.http_port)),
+        (
+            "rabbitmqHost",
+            &format!("http://127.0.0.1:{}", mq.http_port),
+        ),
         ("queueName", &queue),
     ]);
     let mut memory = BrokerMemory::default();
@@ -191,7 +211,10 @@ async fn rabbitmq_counts_ready_over_amqp_and_ready_plus_unacked_over_http() {
     assert_eq!(reading.breakdown["unacked"], 3.0);
 
     let ready_only = trigger(&[
-        ("rabbitmqHost", &format!("http://127.0.0.1:{}/%2F", mq.http_port)),
+        (
+            "rabbitmqHost",
+            &format!("http://127.0.0.1:{}/%2F", mq.http_port),
+        ),
         ("queueName", &queue),
         ("excludeUnacknowledged", "true"),
         ("protocol", "http"),
@@ -233,15 +256,24 @@ async fn rabbitmq_that_goes_away_is_an_upstream_error() {
     let amqp_proxy = Proxy::start(mq.amqp_port);
     let http_proxy = Proxy::start(mq.http_port);
     let amqp = trigger(&[
-        ("rabbitmqHost", &format!("amqp://127.0.0.1:{}", amqp_proxy.port)),
+        (
+            "rabbitmqHost",
+            &format!("amqp://127.0.0.1:{}", amqp_proxy.port),
+        ),
         ("queueName", &queue),
     ]);
     let http = trigger(&[
-        ("rabbitmqHost", &format!("http://127.0.0.1:{}", http_proxy.port)),
+        (
+            "rabbitmqHost",
+            &format!("http://127.0.0.1:{}", http_proxy.port),
+        ),
         ("queueName", &queue),
     ]);
     let (mut amqp_memory, mut http_memory) = (BrokerMemory::default(), BrokerMemory::default());
-    assert_eq!(read(&amqp.source, &ctx, &mut amqp_memory).await.messages, 2.0);
+    assert_eq!(
+        read(&amqp.source, &ctx, &mut amqp_memory).await.messages,
+        2.0
+    );
     read_until(&http.source, &ctx, &mut http_memory, |r| r.messages == 2.0).await;
 
     amqp_proxy.stop();
@@ -278,7 +310,13 @@ mod sqs {
 
     /// Create `name`, send `n` messages plus `delayed` with a 60 s delay,
     /// receive `in_flight` with a 30 s visibility timeout. Returns the URL.
-    pub async fn fill(client: &aws_sdk_sqs::Client, name: &str, n: usize, delayed: usize, in_flight: i32) -> String {
+    pub async fn fill(
+        client: &aws_sdk_sqs::Client,
+        name: &str,
+        n: usize,
+        delayed: usize,
+        in_flight: i32,
+    ) -> String {
         let url = client
             .create_queue()
             .queue_name(name)
@@ -289,7 +327,13 @@ mod sqs {
             .expect("url")
             .to_owned();
         for i in 0..n {
-            client.send_message().queue_url(&url).message_body(format!("m{i}")).send().await.expect("send");
+            client
+                .send_message()
+                .queue_url(&url)
+                .message_body(format!("m{i}"))
+                .send()
+                .await
+                .expect("send");
         }
         for i in 0..delayed {
             client
@@ -360,20 +404,32 @@ async fn sqs_counts_visible_in_flight_and_delayed_as_keda() {
     assert_eq!(read(&by_name, &ctx, &mut memory).await.messages, 10.0);
     assert_eq!(read(&by_name, &ctx, &mut memory).await.messages, 10.0);
     assert_eq!(
-        read(&with(&[("queueURL", &url), ("scaleOnInFlight", "false")]), &ctx, &mut BrokerMemory::default())
-            .await
-            .messages,
+        read(
+            &with(&[("queueURL", &url), ("scaleOnInFlight", "false")]),
+            &ctx,
+            &mut BrokerMemory::default()
+        )
+        .await
+        .messages,
         6.0
     );
     assert_eq!(
-        read(&with(&[("queueURL", &url), ("scaleOnDelayed", "true")]), &ctx, &mut BrokerMemory::default())
-            .await
-            .messages,
+        read(
+            &with(&[("queueURL", &url), ("scaleOnDelayed", "true")]),
+            &ctx,
+            &mut BrokerMemory::default()
+        )
+        .await
+        .messages,
         12.0
     );
     assert_eq!(
         read(
-            &with(&[("queueURL", &url), ("scaleOnInFlight", "false"), ("scaleOnDelayed", "true")]),
+            &with(&[
+                ("queueURL", &url),
+                ("scaleOnInFlight", "false"),
+                ("scaleOnDelayed", "true")
+            ]),
             &ctx,
             &mut BrokerMemory::default()
         )
@@ -413,7 +469,11 @@ async fn sqs_missing_queue_and_lost_server_are_errors() {
     assert_eq!(read(&t.source, &ctx, &mut memory).await.messages, 3.0);
     own.kill();
     for _ in 0..2 {
-        let err = t.source.read(&ctx, &mut memory).await.expect_err("server gone");
+        let err = t
+            .source
+            .read(&ctx, &mut memory)
+            .await
+            .expect_err("server gone");
         assert_eq!(err.outcome(), PollOutcome::UpstreamError, "{err}");
     }
 }
@@ -456,7 +516,11 @@ mod kafka {
             for i in 0..n {
                 let payload = format!("p{partition}-{i}");
                 producer
-                    .send(BaseRecord::<str, str>::to(topic).partition(partition).payload(&payload))
+                    .send(
+                        BaseRecord::<str, str>::to(topic)
+                            .partition(partition)
+                            .payload(&payload),
+                    )
                     .expect("enqueue");
             }
         }
@@ -483,17 +547,17 @@ mod kafka {
 /// The lag scenarios shared by both Kafka brokers: 3 partitions with 5
 /// messages each; the group committed 2 on partition 0, 5 on partition 1,
 /// nothing on partition 2. A second topic has messages but no commits.
-async fn kafka_lag_scenarios(bootstrap: &str) {
+/// `topic` has 3 partitions and `idle_topic` 1, created by the caller.
+async fn kafka_lag_scenarios(bootstrap: &str, topic: &str, idle_topic: &str) {
     let ctx = context("");
-    let (topic, idle_topic, group) = (unique("prompts"), unique("other"), unique("workers"));
-    kafka::create_topic(bootstrap, &topic, 3).await;
-    kafka::create_topic(bootstrap, &idle_topic, 1).await;
+    let (topic, idle_topic, group) = (topic.to_owned(), idle_topic.to_owned(), unique("workers"));
     kafka::produce(bootstrap, &topic, &[(0, 5), (1, 5), (2, 5)]);
     kafka::produce(bootstrap, &idle_topic, &[(0, 4)]);
     kafka::commit(bootstrap, &group, &[(&topic, 0, 2), (&topic, 1, 5)]);
 
     let with = |extra: &[(&'static str, &str)]| {
-        let mut pairs: Vec<(&'static str, &str)> = vec![("bootstrapServers", bootstrap), ("consumerGroup", &group)];
+        let mut pairs: Vec<(&'static str, &str)> =
+            vec![("bootstrapServers", bootstrap), ("consumerGroup", &group)];
         pairs.extend_from_slice(extra);
         trigger(&pairs).source
     };
@@ -507,24 +571,46 @@ async fn kafka_lag_scenarios(bootstrap: &str) {
     assert_eq!(latest.breakdown[&format!("{topic}/1")], 0.0);
     assert_eq!(latest.breakdown[&format!("{topic}/2")], 1.0);
     // earliest: partition 2 counts its high watermark.
-    let earliest = read(&with(&[("topic", &topic), ("offsetResetPolicy", "earliest")]), &ctx, &mut fresh()).await;
+    let earliest = read(
+        &with(&[("topic", &topic), ("offsetResetPolicy", "earliest")]),
+        &ctx,
+        &mut fresh(),
+    )
+    .await;
     assert_eq!(earliest.messages, 8.0);
     let zero = read(
-        &with(&[("topic", &topic), ("offsetResetPolicy", "earliest"), ("scaleToZeroOnInvalidOffset", "true")]),
+        &with(&[
+            ("topic", &topic),
+            ("offsetResetPolicy", "earliest"),
+            ("scaleToZeroOnInvalidOffset", "true"),
+        ]),
         &ctx,
         &mut fresh(),
     )
     .await;
     assert_eq!(zero.messages, 3.0);
     // The cap: none with idle consumers allowed; only lagging partitions with the limit.
-    let idle = read(&with(&[("topic", &topic), ("allowIdleConsumers", "true")]), &ctx, &mut fresh()).await;
+    let idle = read(
+        &with(&[("topic", &topic), ("allowIdleConsumers", "true")]),
+        &ctx,
+        &mut fresh(),
+    )
+    .await;
     assert_eq!((idle.messages, idle.partitions), (4.0, None));
-    let limited = read(&with(&[("topic", &topic), ("limitToPartitionsWithLag", "true")]), &ctx, &mut fresh()).await;
+    let limited = read(
+        &with(&[("topic", &topic), ("limitToPartitionsWithLag", "true")]),
+        &ctx,
+        &mut fresh(),
+    )
+    .await;
     assert_eq!((limited.messages, limited.partitions), (4.0, Some(2)));
     // No topic: every topic the group committed on (not the idle one).
     let all = read(&with(&[]), &ctx, &mut fresh()).await;
     assert_eq!((all.messages, all.partitions), (4.0, Some(3)), "{all:?}");
-    assert!(!all.breakdown.keys().any(|k| k.starts_with(&idle_topic)), "{all:?}");
+    assert!(
+        !all.breakdown.keys().any(|k| k.starts_with(&idle_topic)),
+        "{all:?}"
+    );
 
     // excludePersistentLag across readings: partition 0 stuck at 2.
     let persistent = with(&[("topic", &topic), ("excludePersistentLag", "true")]);
@@ -532,11 +618,17 @@ async fn kafka_lag_scenarios(bootstrap: &str) {
     let first = read(&persistent, &ctx, &mut memory).await;
     assert_eq!(first.messages, 4.0, "first sight counts");
     let second = read(&persistent, &ctx, &mut memory).await;
-    assert_eq!(second.messages, 1.0, "stuck partition 0 excluded: {second:?}");
+    assert_eq!(
+        second.messages, 1.0,
+        "stuck partition 0 excluded: {second:?}"
+    );
     assert_eq!(second.breakdown["lagWithPersistent"], 4.0);
     kafka::commit(bootstrap, &group, &[(&topic, 0, 4)]);
     let third = read(&persistent, &ctx, &mut memory).await;
-    assert_eq!(third.messages, 2.0, "partition 0 moved: counts again: {third:?}");
+    assert_eq!(
+        third.messages, 2.0,
+        "partition 0 moved: counts again: {third:?}"
+    );
 
     // A topic that does not exist is an error, not 0.
     let err = with(&[("topic", "no-such-topic")])
@@ -549,14 +641,20 @@ async fn kafka_lag_scenarios(bootstrap: &str) {
 #[tokio::test]
 async fn kafka_lag_on_librdkafka_mock_cluster() {
     let cluster = rdkafka::mocking::MockCluster::new(1).expect("mock cluster");
-    let bootstrap = cluster.bootstrap_servers();
-    kafka_lag_scenarios(&bootstrap).await;
+    let (topic, idle_topic) = (unique("prompts"), unique("other"));
+    // The mock answers CreateTopics slowly or not at all; it has its own call.
+    cluster.create_topic(&topic, 3, 1).expect("topic");
+    cluster.create_topic(&idle_topic, 1, 1).expect("topic");
+    kafka_lag_scenarios(&cluster.bootstrap_servers(), &topic, &idle_topic).await;
 }
 
 #[tokio::test]
 async fn kafka_lag_on_noida_db() {
     let noida = Noida::start();
-    kafka_lag_scenarios(&noida.bootstrap()).await;
+    let (topic, idle_topic) = (unique("prompts"), unique("other"));
+    kafka::create_topic(&noida.bootstrap(), &topic, 3).await;
+    kafka::create_topic(&noida.bootstrap(), &idle_topic, 1).await;
+    kafka_lag_scenarios(&noida.bootstrap(), &topic, &idle_topic).await;
 }
 
 #[tokio::test]
@@ -577,9 +675,16 @@ async fn kafka_broker_that_goes_away_is_an_upstream_error() {
     noida.kill();
     for _ in 0..2 {
         let started = Instant::now();
-        let err = t.source.read(&ctx, &mut memory).await.expect_err("broker gone");
+        let err = t
+            .source
+            .read(&ctx, &mut memory)
+            .await
+            .expect_err("broker gone");
         assert_eq!(err.outcome(), PollOutcome::UpstreamError, "{err}");
-        assert!(started.elapsed() < Duration::from_secs(5), "bounded by the request timeout");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "bounded by the request timeout"
+        );
     }
 }
 
@@ -613,7 +718,11 @@ kafka-sasl:
         format!("amqp://127.0.0.1:{}", mq.amqp_port),
         format!("http://127.0.0.1:{}", mq.http_port),
     ] {
-        let good = trigger(&[("rabbitmqHost", &host), ("queueName", &queue), ("authProfile", "good")]);
+        let good = trigger(&[
+            ("rabbitmqHost", &host),
+            ("queueName", &queue),
+            ("authProfile", "good"),
+        ]);
         let mut memory = BrokerMemory::default();
         let reading = if host.starts_with("http") {
             read_until(&good.source, &ctx, &mut memory, |r| r.messages == 1.0).await
@@ -627,15 +736,26 @@ kafka-sasl:
             format!("{reading:?}"),
             good.source.label(),
         ]);
-        let bad = trigger(&[("rabbitmqHost", &host), ("queueName", &queue), ("authProfile", "bad")]);
+        let bad = trigger(&[
+            ("rabbitmqHost", &host),
+            ("queueName", &queue),
+            ("authProfile", "bad"),
+        ]);
         let mut memory = BrokerMemory::default();
-        let err: SourceError = bad.source.read(&ctx, &mut memory).await.expect_err("wrong password");
+        let err: SourceError = bad
+            .source
+            .read(&ctx, &mut memory)
+            .await
+            .expect_err("wrong password");
         assert_eq!(err.outcome(), PollOutcome::UpstreamError, "{err}");
         texts.extend([err.to_string(), format!("{err:?}"), format!("{memory:?}")]);
     }
     // Credentials in the URL are refused, and not echoed back.
     let map = BTreeMap::from([
-        ("rabbitmqHost", format!("amqp://{user}:{PASSWORD}@127.0.0.1:{}", mq.amqp_port)),
+        (
+            "rabbitmqHost",
+            format!("amqp://{user}:{PASSWORD}@127.0.0.1:{}", mq.amqp_port),
+        ),
         ("queueName", queue.clone()),
     ]);
     let get = |key: &'static str| map.get(key).map(|v| (key, v.as_str()));
@@ -653,8 +773,17 @@ kafka-sasl:
     ]);
     let ctx_fast = ctx.with_request_timeout(Duration::from_secs(1));
     let mut memory = BrokerMemory::default();
-    let err = kafka.source.read(&ctx_fast, &mut memory).await.expect_err("SASL vs plaintext");
-    texts.extend([err.to_string(), format!("{err:?}"), format!("{kafka:?}"), format!("{memory:?}")]);
+    let err = kafka
+        .source
+        .read(&ctx_fast, &mut memory)
+        .await
+        .expect_err("SASL vs plaintext");
+    texts.extend([
+        err.to_string(),
+        format!("{err:?}"),
+        format!("{kafka:?}"),
+        format!("{memory:?}"),
+    ]);
     drop(memory);
     tokio::time::sleep(Duration::from_millis(300)).await;
 
@@ -667,5 +796,10 @@ kafka-sasl:
         assert!(!logged.contains(secret), "{secret} leaked in the logs");
     }
     // The errors say what went wrong without it.
-    assert!(texts.iter().any(|t| t.contains("ACCESS_REFUSED") || t.contains("401")), "{texts:#?}");
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.contains("ACCESS_REFUSED") || t.contains("401")),
+        "{texts:#?}"
+    );
 }

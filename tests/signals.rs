@@ -25,7 +25,11 @@ fn drive_requests(pods: &[FakeVllmPod], step: u64) {
     for pod in pods {
         pod.update(|state| {
             for i in 0..20u64 {
-                let ttft = if (i + step) % 10 == 0 { 1.6 } else { 0.55 + 0.02 * (i % 20) as f64 };
+                let ttft = if (i + step).is_multiple_of(10) {
+                    1.6
+                } else {
+                    0.55 + 0.02 * (i % 20) as f64
+                };
                 state.record_request(MODEL, ttft, ttft + 2.0, 100, 50);
             }
         });
@@ -35,8 +39,14 @@ fn drive_requests(pods: &[FakeVllmPod], step: u64) {
 #[tokio::test]
 async fn ttft_p95_from_direct_scrape_and_from_promql_agree() {
     let pods = pods(&[(3.0, 10.0), (2.0, 12.0)]).await;
-    let prometheus = PrometheusServer::start(&pods.iter().map(|p| p.addr()).collect::<Vec<_>>(), Duration::from_secs(1)).await;
-    prometheus.wait_for_targets_up(2, Duration::from_secs(15)).await;
+    let prometheus = PrometheusServer::start(
+        &pods.iter().map(|p| p.addr()).collect::<Vec<_>>(),
+        Duration::from_secs(1),
+    )
+    .await;
+    prometheus
+        .wait_for_targets_up(2, Duration::from_secs(15))
+        .await;
     let server = start_server(ScalerConfig::default()).await;
     let mut client = client(&server).await;
     let targets = targets(&pods);
@@ -76,7 +86,10 @@ async fn ttft_p95_from_direct_scrape_and_from_promql_agree() {
         );
     };
     // Both lie in the (1.0, 2.5] bucket, and agree within 5 % or one bucket width.
-    assert!((1.0..=2.5).contains(&d) && (1.0..=2.5).contains(&p), "direct {d}, promql {p}");
+    assert!(
+        (1.0..=2.5).contains(&d) && (1.0..=2.5).contains(&p),
+        "direct {d}, promql {p}"
+    );
     let close = (d - p).abs() <= 0.05 * p.max(d) || (d - p).abs() <= 1.5;
     assert!(close, "direct {d} vs promql {p}");
 
@@ -85,7 +98,10 @@ async fn ttft_p95_from_direct_scrape_and_from_promql_agree() {
         let t = explain(&server, name).await;
         assert_eq!(t["components"]["driver"], "latency", "{name}: {t:#}");
         assert_eq!(t["value"], 40.0, "{name}: {t:#}");
-        assert!(t["formula"].as_str().is_some_and(|f| f.contains("D_lat")), "{t:#}");
+        assert!(
+            t["formula"].as_str().is_some_and(|f| f.contains("D_lat")),
+            "{t:#}"
+        );
     }
     let (_, metrics) = http_get(&format!("http://{}/metrics", server.http_addr)).await;
     assert!(metrics.contains("guard=\"latency\"} 1"), "{metrics}");
@@ -97,7 +113,9 @@ async fn ttft_p95_from_direct_scrape_and_from_promql_agree() {
 async fn promql_empty_result_is_unavailable_unless_replicas_say_zero() {
     let pods = pods(&[(1.0, 1.0)]).await;
     let prometheus = PrometheusServer::start(&[pods[0].addr()], Duration::from_secs(1)).await;
-    prometheus.wait_for_targets_up(1, Duration::from_secs(15)).await;
+    prometheus
+        .wait_for_targets_up(1, Duration::from_secs(15))
+        .await;
     prometheus
         .wait_for_series("vllm:num_requests_waiting", Duration::from_secs(15))
         .await;
@@ -108,11 +126,22 @@ async fn promql_empty_result_is_unavailable_unless_replicas_say_zero() {
     // A model nobody serves: every query is empty and the replica count is unknown.
     let lost = object(
         "lost",
-        &[("prometheusAddress", url.as_str()), ("modelName", "no-such-model"), ("targetBacklogPerReplica", "10")],
+        &[
+            ("prometheusAddress", url.as_str()),
+            ("modelName", "no-such-model"),
+            ("targetBacklogPerReplica", "10"),
+        ],
     );
-    let status = client.get_metrics(metrics_request(&lost, "")).await.expect_err("lost target");
+    let status = client
+        .get_metrics(metrics_request(&lost, ""))
+        .await
+        .expect_err("lost target");
     assert_eq!(status.code(), Code::Unavailable);
-    assert!(status.message().contains("lost target is not zero work"), "{}", status.message());
+    assert!(
+        status.message().contains("lost target is not zero work"),
+        "{}",
+        status.message()
+    );
 
     // The same, with a replica count that says 0 pods are up: a measured zero.
     let zero = object(
@@ -124,13 +153,35 @@ async fn promql_empty_result_is_unavailable_unless_replicas_say_zero() {
             ("replicasQuery", "vector(0)"),
         ],
     );
-    let value = client.get_metrics(metrics_request(&zero, "")).await.expect("zero").into_inner();
+    let value = client
+        .get_metrics(metrics_request(&zero, ""))
+        .await
+        .expect("zero")
+        .into_inner();
     assert_eq!(value.metric_values[0].metric_value_float, 0.0);
-    assert!(!client.is_active(zero).await.expect("inactive").into_inner().result);
+    assert!(
+        !client
+            .is_active(zero)
+            .await
+            .expect("inactive")
+            .into_inner()
+            .result
+    );
 
     // And the live model reads through: W = 1.
-    let live = object("live", &[("prometheusAddress", url.as_str()), ("modelName", MODEL), ("targetBacklogPerReplica", "10")]);
-    let value = client.get_metrics(metrics_request(&live, "")).await.expect("live").into_inner();
+    let live = object(
+        "live",
+        &[
+            ("prometheusAddress", url.as_str()),
+            ("modelName", MODEL),
+            ("targetBacklogPerReplica", "10"),
+        ],
+    );
+    let value = client
+        .get_metrics(metrics_request(&live, ""))
+        .await
+        .expect("live")
+        .into_inner();
     assert_eq!(value.metric_values[0].metric_value_float, 1.0);
     server.shutdown().await;
 }
@@ -157,12 +208,22 @@ async fn pod_restart_mid_window_gives_no_negative_or_huge_ttft() {
             ("pollIntervalSeconds", "1"),
         ],
     );
-    client.get_metrics(metrics_request(&object, "")).await.expect("first");
+    client
+        .get_metrics(metrics_request(&object, ""))
+        .await
+        .expect("first");
     tokio::time::sleep(Duration::from_millis(1500)).await;
     // The pod restarts: counters start again from zero, with a few slow requests.
     pods[0].update(|state| {
         *state = PodState::default();
-        state.set_load(MODEL, ModelLoad { waiting: 2.0, running: 0.0, kv_cache_usage: 0.1 });
+        state.set_load(
+            MODEL,
+            ModelLoad {
+                waiting: 2.0,
+                running: 0.0,
+                kv_cache_usage: 0.1,
+            },
+        );
         for _ in 0..10 {
             state.record_request(MODEL, 0.6, 2.0, 10, 10);
         }
@@ -173,9 +234,19 @@ async fn pod_restart_mid_window_gives_no_negative_or_huge_ttft() {
     .await
     .expect("a TTFT after the restart");
     // Only the 10 post-restart requests in (0.5, 0.75] count: not negative, not the 5000 old ones.
-    assert!((0.5..=0.75).contains(&seen), "TTFT after a counter reset: {seen}");
-    let b = client.get_metrics(metrics_request(&object, "")).await.expect("value").into_inner();
-    assert_eq!(b.metric_values[0].metric_value_float, 2.0, "guard silent below the SLO");
+    assert!(
+        (0.5..=0.75).contains(&seen),
+        "TTFT after a counter reset: {seen}"
+    );
+    let b = client
+        .get_metrics(metrics_request(&object, ""))
+        .await
+        .expect("value")
+        .into_inner();
+    assert_eq!(
+        b.metric_values[0].metric_value_float, 2.0,
+        "guard silent below the SLO"
+    );
     server.shutdown().await;
 }
 
@@ -188,10 +259,21 @@ async fn every_engine_profile_reads_its_own_exposition() {
         pod.set_engine(kind);
         pod.update(|state| {
             state.tensor_parallel = 2; // SGLang repeats gauges per TP rank
-            state.set_load(MODEL, ModelLoad { waiting: 4.0, running: 16.0, kv_cache_usage: 0.25 });
+            state.set_load(
+                MODEL,
+                ModelLoad {
+                    waiting: 4.0,
+                    running: 16.0,
+                    kv_cache_usage: 0.25,
+                },
+            );
         });
         let url = pod.metrics_url();
-        let mut md = vec![("vllmTargets", url.as_str()), ("engine", kind.as_str()), ("targetBacklogPerReplica", "10")];
+        let mut md = vec![
+            ("vllmTargets", url.as_str()),
+            ("engine", kind.as_str()),
+            ("targetBacklogPerReplica", "10"),
+        ];
         // Triton has no running gauge; the others count R as T·R/C.
         let expected = if kind == EngineKind::Triton {
             4.0
@@ -208,11 +290,21 @@ async fn every_engine_profile_reads_its_own_exposition() {
             .await
             .unwrap_or_else(|s| panic!("{kind:?}: {}", s.message()))
             .into_inner();
-        assert_eq!(value.metric_values[0].metric_value_float, expected, "{kind:?}");
+        assert_eq!(
+            value.metric_values[0].metric_value_float, expected,
+            "{kind:?}"
+        );
         if matches!(kind, EngineKind::Vllm | EngineKind::Sglang) {
             let kv = object_with_kv(&md);
-            let t = client.get_metrics(metrics_request(&kv, "")).await.expect("kv").into_inner();
-            assert!(t.metric_values[0].metric_value_float >= expected, "{kind:?}");
+            let t = client
+                .get_metrics(metrics_request(&kv, ""))
+                .await
+                .expect("kv")
+                .into_inner();
+            assert!(
+                t.metric_values[0].metric_value_float >= expected,
+                "{kind:?}"
+            );
             let e = explain(&server, &kv.name).await;
             assert_eq!(e["components"]["kvCacheUsage"], 0.25, "{kind:?}: {e:#}");
         }
@@ -223,7 +315,11 @@ async fn every_engine_profile_reads_its_own_exposition() {
 fn object_with_kv(md: &[(&str, &str)]) -> backlog_scaler::proto::ScaledObjectRef {
     let mut md = md.to_vec();
     md.push(("kvCacheTarget", "0.8"));
-    let engine = md.iter().find(|(k, _)| *k == "engine").map(|(_, v)| *v).unwrap_or("x");
+    let engine = md
+        .iter()
+        .find(|(k, _)| *k == "engine")
+        .map(|(_, v)| *v)
+        .unwrap_or("x");
     object(&format!("kv-{engine}"), &md)
 }
 
@@ -250,7 +346,11 @@ async fn gpu_busy_hold_keeps_a_saturated_fleet_from_shrinking() {
         ],
     );
     // D = 2 + 10·4/32 = 3.25, but the GPUs are saturated with work queued: B = T·n = 20.
-    let value = client.get_metrics(metrics_request(&object, "")).await.expect("value").into_inner();
+    let value = client
+        .get_metrics(metrics_request(&object, ""))
+        .await
+        .expect("value")
+        .into_inner();
     assert_eq!(value.metric_values[0].metric_value_float, 20.0);
     let t = explain(&server, "gpu").await;
     assert_eq!(t["components"]["gpuUtilization"], 96.0, "{t:#}");

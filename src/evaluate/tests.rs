@@ -78,7 +78,12 @@ fn good(value: Timed<Reading>) -> SignalState {
 fn fresh_reading_is_ready() {
     let now = Instant::now();
     let s = scrape_spec();
-    let e = evaluate(&s, reports(&s, vec![good(engine_reading(vec![pod(10.0, 32.0)], now))]), &mut TriggerMemory::default(), now);
+    let e = evaluate(
+        &s,
+        reports(&s, vec![good(engine_reading(vec![pod(10.0, 32.0)], now))]),
+        &mut TriggerMemory::default(),
+        now,
+    );
     let d = e.decision_at(now).expect("ready");
     assert_eq!(d.backlog, 20.0);
     assert!(!e.degraded);
@@ -95,13 +100,30 @@ fn failing_source_holds_last_good_until_max_age_then_unavailable() {
         consecutive_failures: 1,
     };
     let mut memory = TriggerMemory::default();
-    let held = evaluate(&s, reports(&s, vec![state.clone()]), &mut memory, t0 + Duration::from_secs(5));
+    let held = evaluate(
+        &s,
+        reports(&s, vec![state.clone()]),
+        &mut memory,
+        t0 + Duration::from_secs(5),
+    );
     assert!(held.degraded);
-    assert_eq!(held.decision_at(t0 + Duration::from_secs(5)).expect("held").backlog, 10.0);
+    assert_eq!(
+        held.decision_at(t0 + Duration::from_secs(5))
+            .expect("held")
+            .backlog,
+        10.0
+    );
     // The held value expires at max age even if nobody re-evaluates.
     assert!(held.decision_at(t0 + Duration::from_secs(16)).is_err());
-    let lost = evaluate(&s, reports(&s, vec![state]), &mut memory, t0 + Duration::from_secs(16));
-    let err = lost.decision_at(t0 + Duration::from_secs(16)).expect_err("stale");
+    let lost = evaluate(
+        &s,
+        reports(&s, vec![state]),
+        &mut memory,
+        t0 + Duration::from_secs(16),
+    );
+    let err = lost
+        .decision_at(t0 + Duration::from_secs(16))
+        .expect_err("stale");
     assert!(err.0.contains("maxSignalAgeSeconds=15"), "{err}");
     assert!(err.0.contains("Connection refused"), "{err}");
 }
@@ -110,7 +132,12 @@ fn failing_source_holds_last_good_until_max_age_then_unavailable() {
 fn no_reading_yet_is_pending_and_first_failure_is_unavailable() {
     let now = Instant::now();
     let s = scrape_spec();
-    let pending = evaluate(&s, reports(&s, vec![SignalState::default()]), &mut TriggerMemory::default(), now);
+    let pending = evaluate(
+        &s,
+        reports(&s, vec![SignalState::default()]),
+        &mut TriggerMemory::default(),
+        now,
+    );
     assert_eq!(pending.status, Status::Pending);
     let failed = evaluate(
         &s,
@@ -139,7 +166,12 @@ fn required_gauges_missing_on_a_pod_make_the_trigger_unavailable() {
     ]);
     let mut p = pod(1.0, 1.0);
     p.kv_cache_usage = None;
-    let e = evaluate(&s, reports(&s, vec![good(engine_reading(vec![p], now))]), &mut TriggerMemory::default(), now);
+    let e = evaluate(
+        &s,
+        reports(&s, vec![good(engine_reading(vec![p], now))]),
+        &mut TriggerMemory::default(),
+        now,
+    );
     let err = e.decision_at(now).expect_err("no kv");
     assert!(err.0.contains("KV-cache"), "{err}");
 }
@@ -164,19 +196,62 @@ fn ttft_window_feeds_the_latency_guard_across_evaluations() {
         ("pollIntervalSeconds", "5"),
     ]);
     let mut memory = TriggerMemory::default();
-    let first = evaluate(&s, reports(&s, vec![good(engine_reading(vec![ttft_pod(&[0.0, 0.0, 0.0, 0.0, 0.0])], t0))]), &mut memory, t0);
+    let first = evaluate(
+        &s,
+        reports(
+            &s,
+            vec![good(engine_reading(
+                vec![ttft_pod(&[0.0, 0.0, 0.0, 0.0, 0.0])],
+                t0,
+            ))],
+        ),
+        &mut memory,
+        t0,
+    );
     let d = first.decision_at(t0).expect("ready");
-    assert_eq!(d.components.ttft_seconds, None, "one snapshot: no window yet");
+    assert_eq!(
+        d.components.ttft_seconds, None,
+        "one snapshot: no window yet"
+    );
     assert_eq!(d.backlog, 5.0);
     let t1 = t0 + Duration::from_secs(5);
     // 20 requests, all in (2, 4]: p95 = 2 + 2·19/20 = 3.9 s > 1.1 → guard: T·n·min(3.9, 2) = 20
-    let second = evaluate(&s, reports(&s, vec![good(engine_reading(vec![ttft_pod(&[0.0, 0.0, 0.0, 20.0, 20.0])], t1))]), &mut memory, t1);
+    let second = evaluate(
+        &s,
+        reports(
+            &s,
+            vec![good(engine_reading(
+                vec![ttft_pod(&[0.0, 0.0, 0.0, 20.0, 20.0])],
+                t1,
+            ))],
+        ),
+        &mut memory,
+        t1,
+    );
     let d = second.decision_at(t1).expect("ready");
     assert_eq!(d.components.ttft_seconds, Some(3.9));
     assert_eq!(d.backlog, 20.0);
     // Re-evaluating the same reading (a tick) does not double-count.
-    let again = evaluate(&s, reports(&s, vec![good(engine_reading(vec![ttft_pod(&[0.0, 0.0, 0.0, 20.0, 20.0])], t1))]), &mut memory, t1);
-    assert_eq!(again.decision_at(t1).expect("ready").components.ttft_seconds, Some(3.9));
+    let again = evaluate(
+        &s,
+        reports(
+            &s,
+            vec![good(engine_reading(
+                vec![ttft_pod(&[0.0, 0.0, 0.0, 20.0, 20.0])],
+                t1,
+            ))],
+        ),
+        &mut memory,
+        t1,
+    );
+    assert_eq!(
+        again
+            .decision_at(t1)
+            .expect("ready")
+            .components
+            .ttft_seconds,
+        Some(3.9)
+    );
 }
 
 fn prom_spec() -> TriggerSpec {
@@ -231,7 +306,10 @@ fn prometheus_empty_result_is_zero_only_when_replicas_say_zero() {
     assert!(!d.active);
     // Replicas unknown (empty): a lost target is not zero work.
     let err = prom_eval(&[], &[], &[]).expect_err("lost");
-    assert!(err.0.contains("waitingQuery") && err.0.contains("lost target"), "{err}");
+    assert!(
+        err.0.contains("waitingQuery") && err.0.contains("lost target"),
+        "{err}"
+    );
     // Replicas up but W empty: also lost.
     let err = prom_eval(&[], &[5.0], &[3.0]).expect_err("lost");
     assert!(err.0.contains("waitingQuery"), "{err}");
@@ -240,7 +318,10 @@ fn prometheus_empty_result_is_zero_only_when_replicas_say_zero() {
 #[test]
 fn prometheus_single_value_signals_refuse_several_series() {
     let err = prom_eval(&[1.0], &[1.0], &[1.0, 2.0]).expect_err("two replica series");
-    assert!(err.0.contains("replicasQuery") && err.0.contains("2 series"), "{err}");
+    assert!(
+        err.0.contains("replicasQuery") && err.0.contains("2 series"),
+        "{err}"
+    );
     let err = prom_eval(&[f64::NAN], &[1.0], &[1.0]).expect_err("NaN count");
     assert!(err.0.contains("NaN"), "{err}");
 }

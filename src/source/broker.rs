@@ -106,11 +106,7 @@ pub struct BrokerContext {
 
 impl fmt::Debug for BrokerContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let clients = self
-            .sqs_clients
-            .lock()
-            .map(|c| c.len())
-            .unwrap_or_default();
+        let clients = self.sqs_clients.lock().map(|c| c.len()).unwrap_or_default();
         f.debug_struct("BrokerContext")
             .field("profiles", &self.profiles.names().collect::<Vec<_>>())
             .field("request_timeout", &self.request_timeout)
@@ -580,11 +576,7 @@ pub fn redact_userinfo(value: &str) -> String {
     let rest = &value[authority_start..];
     let authority_len = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     match rest[..authority_len].rfind('@') {
-        Some(at) => format!(
-            "{}[redacted]{}",
-            &value[..authority_start],
-            &rest[at..]
-        ),
+        Some(at) => format!("{}[redacted]{}", &value[..authority_start], &rest[at..]),
         None => value.to_owned(),
     }
 }
@@ -637,7 +629,10 @@ mod tests {
     #[test]
     fn sqs_defaults_follow_keda() {
         let t = ok(&[
-            ("queueURL", "https://sqs.eu-west-1.amazonaws.com/123456789012/jobs"),
+            (
+                "queueURL",
+                "https://sqs.eu-west-1.amazonaws.com/123456789012/jobs",
+            ),
             ("awsRegion", "eu-west-1"),
         ]);
         assert_eq!(t.message_weight, 1.0);
@@ -738,24 +733,45 @@ mod tests {
         let cases: &[(&[(&'static str, &'static str)], &[&str])] = &[
             (&[("queueURL", "jobs")], &["awsRegion", "required"]),
             (
-                &[("queueURL", "https://sqs.x.amazonaws.com/jobs"), ("awsRegion", "x")],
+                &[
+                    ("queueURL", "https://sqs.x.amazonaws.com/jobs"),
+                    ("awsRegion", "x"),
+                ],
                 &["queueURL", "ACCOUNT/NAME"],
             ),
             (
-                &[("queueURL", "jobs"), ("awsRegion", "x"), ("scaleOnInFlight", "yes")],
+                &[
+                    ("queueURL", "jobs"),
+                    ("awsRegion", "x"),
+                    ("scaleOnInFlight", "yes"),
+                ],
                 &["scaleOnInFlight", "`yes`", "`true` or `false`"],
             ),
             (
-                &[("queueURL", "jobs"), ("awsRegion", "x"), ("awsEndpoint", "http://u:p@h:1")],
+                &[
+                    ("queueURL", "jobs"),
+                    ("awsRegion", "x"),
+                    ("awsEndpoint", "http://u:p@h:1"),
+                ],
                 &["awsEndpoint", "credentials"],
             ),
             (
-                &[("queueURL", "jobs"), ("awsRegion", "x"), ("messageWeight", "0")],
+                &[
+                    ("queueURL", "jobs"),
+                    ("awsRegion", "x"),
+                    ("messageWeight", "0"),
+                ],
                 &["messageWeight", "`0`", "greater than 0"],
             ),
-            (&[("bootstrapServers", "b:9092")], &["consumerGroup", "required"]),
             (
-                &[("bootstrapServers", "PLAINTEXT://b:9092"), ("consumerGroup", "g")],
+                &[("bootstrapServers", "b:9092")],
+                &["consumerGroup", "required"],
+            ),
+            (
+                &[
+                    ("bootstrapServers", "PLAINTEXT://b:9092"),
+                    ("consumerGroup", "g"),
+                ],
                 &["bootstrapServers", "host:port"],
             ),
             (
@@ -777,49 +793,88 @@ mod tests {
                 &["allowIdleConsumers", "limitToPartitionsWithLag"],
             ),
             (
-                &[("bootstrapServers", "b:9092"), ("consumerGroup", "g"), ("offsetResetPolicy", "newest")],
+                &[
+                    ("bootstrapServers", "b:9092"),
+                    ("consumerGroup", "g"),
+                    ("offsetResetPolicy", "newest"),
+                ],
                 &["offsetResetPolicy", "`latest` or `earliest`"],
             ),
             (
-                &[("bootstrapServers", "b:9092"), ("consumerGroup", "g"), ("topic", "a/b")],
+                &[
+                    ("bootstrapServers", "b:9092"),
+                    ("consumerGroup", "g"),
+                    ("topic", "a/b"),
+                ],
                 &["topic", "a/b"],
             ),
             (
-                &[("rabbitmqHost", "amqp://guest:guest@h:5672"), ("queueName", "q")],
+                &[
+                    ("rabbitmqHost", "amqp://guest:guest@h:5672"),
+                    ("queueName", "q"),
+                ],
                 &["rabbitmqHost", "credentials", "authProfile"],
             ),
-            (&[("rabbitmqHost", "amqp://h:5672")], &["queueName", "required"]),
+            (
+                &[("rabbitmqHost", "amqp://h:5672")],
+                &["queueName", "required"],
+            ),
             (
                 &[("rabbitmqHost", "redis://h:5672"), ("queueName", "q")],
                 &["rabbitmqHost", "amqp"],
             ),
             (
-                &[("rabbitmqHost", "amqp://h:5672"), ("queueName", "q"), ("protocol", "http")],
+                &[
+                    ("rabbitmqHost", "amqp://h:5672"),
+                    ("queueName", "q"),
+                    ("protocol", "http"),
+                ],
                 &["protocol", "amqp"],
             ),
             (
-                &[("rabbitmqHost", "amqp://h:5672"), ("queueName", "q"), ("excludeUnacknowledged", "true")],
+                &[
+                    ("rabbitmqHost", "amqp://h:5672"),
+                    ("queueName", "q"),
+                    ("excludeUnacknowledged", "true"),
+                ],
                 &["excludeUnacknowledged", "http"],
             ),
             (
-                &[("queueURL", "jobs"), ("awsRegion", "x"), ("bootstrapServers", "b:1")],
+                &[
+                    ("queueURL", "jobs"),
+                    ("awsRegion", "x"),
+                    ("bootstrapServers", "b:1"),
+                ],
                 &["bootstrapServers", "one broker per trigger"],
             ),
             (
                 &[("queueURL", "jobs"), ("awsRegion", "x"), ("queueName", "q")],
                 &["queueName", "RabbitMQ key", "SQS"],
             ),
-            (&[("consumerGroup", "g")], &["consumerGroup", "set `bootstrapServers` too"]),
-            (&[("messageWeight", "2")], &["messageWeight", "broker source"]),
             (
-                &[("queueURL", "jobs"), ("awsRegion", "x"), ("authProfile", "a b")],
+                &[("consumerGroup", "g")],
+                &["consumerGroup", "set `bootstrapServers` too"],
+            ),
+            (
+                &[("messageWeight", "2")],
+                &["messageWeight", "broker source"],
+            ),
+            (
+                &[
+                    ("queueURL", "jobs"),
+                    ("awsRegion", "x"),
+                    ("authProfile", "a b"),
+                ],
                 &["authProfile", "`a b`"],
             ),
         ];
         for (pairs, needles) in cases {
             let text = err(pairs);
             for needle in *needles {
-                assert!(text.contains(needle), "{pairs:?}: {text:?} lacks {needle:?}");
+                assert!(
+                    text.contains(needle),
+                    "{pairs:?}: {text:?} lacks {needle:?}"
+                );
             }
         }
     }
@@ -846,7 +901,8 @@ mod tests {
         all.sort_unstable();
         all.dedup();
         assert_eq!(all.len(), keys::ALL.len());
-        let grouped = keys::SQS.len() + keys::KAFKA.len() + keys::RABBITMQ.len() + keys::COMMON.len();
+        let grouped =
+            keys::SQS.len() + keys::KAFKA.len() + keys::RABBITMQ.len() + keys::COMMON.len();
         assert_eq!(grouped, keys::ALL.len());
     }
 
@@ -862,11 +918,20 @@ mod tests {
             ("authProfile", "mq"),
         ]);
         assert!(t.source.authorize(&profiles, "a").is_ok());
-        assert!(t.source.authorize(&profiles, "b").expect_err("ns").is_permission_denied());
+        assert!(
+            t.source
+                .authorize(&profiles, "b")
+                .expect_err("ns")
+                .is_permission_denied()
+        );
         let t = ok(&[("queueURL", "q"), ("awsRegion", "x"), ("authProfile", "mq")]);
         let e = t.source.authorize(&profiles, "a").expect_err("no aws");
         assert!(e.to_string().contains("`aws`"), "{e}");
-        let t = ok(&[("queueURL", "q"), ("awsRegion", "x"), ("authProfile", "nope")]);
+        let t = ok(&[
+            ("queueURL", "q"),
+            ("awsRegion", "x"),
+            ("authProfile", "nope"),
+        ]);
         assert!(t.source.authorize(&profiles, "a").is_err());
         let t = ok(&[("queueURL", "q"), ("awsRegion", "x")]);
         assert!(t.source.authorize(&profiles, "a").is_ok());

@@ -364,7 +364,10 @@ impl Section {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProfileError {
     /// No profile has this name.
-    #[error("no credential profile `{name}` in the scaler config{}", known_list(known))]
+    #[error(
+        "no credential profile `{name}` in the scaler config{}",
+        known_list(known)
+    )]
     Unknown {
         /// The name asked for.
         name: String,
@@ -524,7 +527,9 @@ impl Profiles {
             }
             if let Some(tls) = profile.kafka.as_ref().and_then(|k| k.tls.as_ref()) {
                 if tls.cert.is_some() != tls.key.is_some() {
-                    return Err(invalid("`kafka.tls` needs both `cert` and `key`, or neither"));
+                    return Err(invalid(
+                        "`kafka.tls` needs both `cert` and `key`, or neither",
+                    ));
                 }
                 if tls.key_password.is_some() && tls.key.is_none() {
                     return Err(invalid("`kafka.tls.keyPassword` needs `key`"));
@@ -688,10 +693,7 @@ impl KafkaProfile {
                 settings.push(("ssl.key.password", pass));
             }
             if tls.insecure_skip_verify {
-                settings.push((
-                    "enable.ssl.certificate.verification",
-                    Secret::new("false"),
-                ));
+                settings.push(("enable.ssl.certificate.verification", Secret::new("false")));
                 settings.push(("ssl.endpoint.identification.algorithm", Secret::new("none")));
             }
         }
@@ -741,7 +743,10 @@ open:
         assert!(p.resolve("open", "anything").is_ok());
         let err = p.resolve("nope", "x").expect_err("unknown");
         assert!(!err.is_permission_denied());
-        assert!(err.to_string().contains("configured: open, team-a"), "{err}");
+        assert!(
+            err.to_string().contains("configured: open, team-a"),
+            "{err}"
+        );
         let team_a = p.resolve("team-a", "staging").expect("ok");
         assert!(team_a.require("team-a", Section::Kafka).is_ok());
         let err = team_a.require("team-a", Section::Aws).expect_err("no aws");
@@ -779,10 +784,12 @@ open:
             assert!(!debug.contains(secret), "{secret} leaked: {debug}");
         }
         assert_eq!(creds.password.expose(), "hunter2-very-secret");
-        assert!(settings
-            .settings
-            .iter()
-            .any(|(k, v)| *k == "security.protocol" && v.expose() == "SASL_SSL"));
+        assert!(
+            settings
+                .settings
+                .iter()
+                .any(|(k, v)| *k == "security.protocol" && v.expose() == "SASL_SSL")
+        );
         assert_eq!(
             settings.scrub("auth failed for kafka-pass-very-secret"),
             "auth failed for [redacted]"
@@ -801,7 +808,10 @@ open:
         let err = SecretRef::Env("BACKLOG_SCALER_SURELY_UNSET_VARIABLE".into())
             .read()
             .expect_err("unset");
-        assert!(err.contains("BACKLOG_SCALER_SURELY_UNSET_VARIABLE"), "{err}");
+        assert!(
+            err.contains("BACKLOG_SCALER_SURELY_UNSET_VARIABLE"),
+            "{err}"
+        );
         let err = SecretRef::File(dir.path().join("missing"))
             .read()
             .expect_err("missing");
@@ -814,13 +824,25 @@ open:
     fn bad_profiles_are_refused() {
         for (yaml, needle) in [
             ("a: { colour: blue }", "colour"),
-            ("a: { rabbitmq: { username: { value: u }, password: { value: p, env: X } } }", "exactly one"),
+            (
+                "a: { rabbitmq: { username: { value: u }, password: { value: p, env: X } } }",
+                "exactly one",
+            ),
             ("a: { namespaces: [] }", "omit it"),
             ("a: { aws: { accessKeyId: { value: x } } }", "both"),
             ("a: { aws: {} }", "profileName"),
-            ("a: { aws: { profileName: p, accessKeyId: { value: x }, secretAccessKey: { value: y } } }", "not both"),
-            ("a: { kafka: { tls: { cert: { file: /c } } } }", "`cert` and `key`"),
-            ("a: { kafka: { sasl: { mechanism: GSSAPI, username: { value: u }, password: { value: p } } } }", "GSSAPI"),
+            (
+                "a: { aws: { profileName: p, accessKeyId: { value: x }, secretAccessKey: { value: y } } }",
+                "not both",
+            ),
+            (
+                "a: { kafka: { tls: { cert: { file: /c } } } }",
+                "`cert` and `key`",
+            ),
+            (
+                "a: { kafka: { sasl: { mechanism: GSSAPI, username: { value: u }, password: { value: p } } } }",
+                "GSSAPI",
+            ),
             ("'bad name': { }", "profile name"),
         ] {
             let err = serde_yaml_ng::from_str::<Profiles>(yaml)

@@ -130,7 +130,12 @@ impl DcgmSource {
     }
 
     /// Select the matching GPUs of one exporter's body into `out`.
-    pub fn parse_exporter(&self, target: &str, body: &str, out: &mut Vec<GpuSample>) -> Result<usize, SourceError> {
+    pub fn parse_exporter(
+        &self,
+        target: &str,
+        body: &str,
+        out: &mut Vec<GpuSample>,
+    ) -> Result<usize, SourceError> {
         let mut bad = None;
         let mut seen_family = false;
         let stats = prom_text::parse(
@@ -177,7 +182,10 @@ impl DcgmSource {
         if !seen_family {
             return Err(SourceError::Parse {
                 target: target.to_owned(),
-                reason: format!("no {GPU_UTIL} samples ({} malformed lines)", stats.malformed_lines),
+                reason: format!(
+                    "no {GPU_UTIL} samples ({} malformed lines)",
+                    stats.malformed_lines
+                ),
             });
         }
         Ok(stats.malformed_lines)
@@ -221,17 +229,30 @@ DCGM_FI_DEV_GPU_UTIL{gpu="3",UUID="GPU-d",pci_bus_id="00000000:64:00.0",device="
     #[test]
     fn unassigned_gpus_never_count_and_no_match_is_none() {
         let mut gpus = Vec::new();
-        source(None, None).parse_exporter("t", BODY, &mut gpus).expect("parses");
+        source(None, None)
+            .parse_exporter("t", BODY, &mut gpus)
+            .expect("parses");
         assert_eq!(gpus.len(), 3, "the unassigned GPU is skipped");
         let mut gpus = Vec::new();
-        source(Some("nobody"), None).parse_exporter("t", BODY, &mut gpus).expect("parses");
-        assert!(GpuReading { gpus, malformed_lines: 0 }.mean_utilization().is_none());
+        source(Some("nobody"), None)
+            .parse_exporter("t", BODY, &mut gpus)
+            .expect("parses");
+        assert!(
+            GpuReading {
+                gpus,
+                malformed_lines: 0
+            }
+            .mean_utilization()
+            .is_none()
+        );
     }
 
     #[test]
     fn selector_is_anchored() {
         let mut gpus = Vec::new();
-        source(None, Some("vllm")).parse_exporter("t", BODY, &mut gpus).expect("parses");
+        source(None, Some("vllm"))
+            .parse_exporter("t", BODY, &mut gpus)
+            .expect("parses");
         assert!(gpus.is_empty(), "`vllm` must not match `vllm-llama-…`");
     }
 

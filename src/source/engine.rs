@@ -332,11 +332,16 @@ impl EngineSource {
                         let scale = names.ttft.map_or(1.0, |h| h.to_seconds);
                         match parse_le(&le) {
                             Some(bound) if sample.value.is_finite() && sample.value >= 0.0 => {
-                                let key = OrderedBound(if bound.is_finite() { bound * scale } else { bound });
+                                let key = OrderedBound(if bound.is_finite() {
+                                    bound * scale
+                                } else {
+                                    bound
+                                });
                                 *ttft.entry(key).or_insert(0.0) += sample.value;
                             }
                             _ => {
-                                ttft_bad.get_or_insert(format!("le=\"{le}\" value {}", sample.value));
+                                ttft_bad
+                                    .get_or_insert(format!("le=\"{le}\" value {}", sample.value));
                             }
                         }
                     }
@@ -355,12 +360,20 @@ impl EngineSource {
         if stats.malformed_lines > 0
             && let Some(first) = &stats.first_error
         {
-            malformed_note = format!(" ({} malformed lines, first at {first})", stats.malformed_lines);
+            malformed_note = format!(
+                " ({} malformed lines, first at {first})",
+                stats.malformed_lines
+            );
         }
         let waiting = waiting
             .total(names.waiting)
             .map_err(parse_error)?
-            .ok_or_else(|| parse_error(format!("no {} sample{model_note}{malformed_note}", names.waiting)))?;
+            .ok_or_else(|| {
+                parse_error(format!(
+                    "no {} sample{model_note}{malformed_note}",
+                    names.waiting
+                ))
+            })?;
         let running = match names.running {
             Some(name) => running.total(name).map_err(parse_error)?,
             None => None,
@@ -370,7 +383,9 @@ impl EngineSource {
             None => None,
         };
         if let Some(bad) = ttft_bad {
-            return Err(parse_error(format!("TTFT histogram has a bad bucket: {bad}")));
+            return Err(parse_error(format!(
+                "TTFT histogram has a bad bucket: {bad}"
+            )));
         }
         let ttft = buckets_from(ttft).map_err(parse_error)?;
         Ok((
@@ -578,19 +593,25 @@ vllm:time_to_first_token_seconds_bucket{engine="1",le="+Inf",model_name="a"} 1.0
 
     #[test]
     fn sums_engines_and_filters_models() {
-        let (pod, malformed) = source(Engine::Vllm, Some("a")).parse_pod("t", BODY).expect("parses");
+        let (pod, malformed) = source(Engine::Vllm, Some("a"))
+            .parse_pod("t", BODY)
+            .expect("parses");
         assert_eq!((pod.waiting, pod.running, malformed), (3.0, Some(7.0), 0));
         assert!((pod.kv_cache_usage.expect("kv") - 0.6).abs() < 1e-12);
         let ttft = pod.ttft.expect("ttft");
         assert_eq!(ttft.bounds, vec![0.5, 1.0, f64::INFINITY]);
         assert_eq!(ttft.counts, vec![3.0, 6.0, 7.0]);
-        let (pod, _) = source(Engine::Vllm, None).parse_pod("t", BODY).expect("parses");
+        let (pod, _) = source(Engine::Vllm, None)
+            .parse_pod("t", BODY)
+            .expect("parses");
         assert_eq!((pod.waiting, pod.running), (13.0, Some(37.0)));
     }
 
     #[test]
     fn missing_model_or_gauge_is_a_parse_error_not_zero() {
-        let err = source(Engine::Vllm, Some("c")).parse_pod("t", BODY).expect_err("no model c");
+        let err = source(Engine::Vllm, Some("c"))
+            .parse_pod("t", BODY)
+            .expect_err("no model c");
         assert!(err.to_string().contains("model_name=\"c\""), "{err}");
         let err = source(Engine::Vllm, None)
             .parse_pod("t", "<html>oops</html>")
@@ -602,22 +623,31 @@ vllm:time_to_first_token_seconds_bucket{engine="1",le="+Inf",model_name="a"} 1.0
     #[test]
     fn nan_or_negative_gauges_are_errors() {
         let body = "vllm:num_requests_waiting{model_name=\"a\"} NaN\nvllm:num_requests_running{model_name=\"a\"} 1.0\n";
-        let err = source(Engine::Vllm, None).parse_pod("t", body).expect_err("NaN");
+        let err = source(Engine::Vllm, None)
+            .parse_pod("t", body)
+            .expect_err("NaN");
         assert!(err.to_string().contains("NaN"), "{err}");
     }
 
     #[test]
     fn underscore_spelling_and_old_kv_name_are_accepted() {
         let body = "vllm_num_requests_waiting{model_name=\"a\"} 2.0\nvllm_num_requests_running{model_name=\"a\"} 1.0\nvllm:gpu_cache_usage_perc{model_name=\"a\"} 0.25\n# EOF\n";
-        let (pod, _) = source(Engine::Vllm, None).parse_pod("t", body).expect("parses");
-        assert_eq!((pod.waiting, pod.running, pod.kv_cache_usage), (2.0, Some(1.0), Some(0.25)));
+        let (pod, _) = source(Engine::Vllm, None)
+            .parse_pod("t", body)
+            .expect("parses");
+        assert_eq!(
+            (pod.waiting, pod.running, pod.kv_cache_usage),
+            (2.0, Some(1.0), Some(0.25))
+        );
         assert_eq!(pod.ttft, None);
     }
 
     #[test]
     fn new_kv_name_wins_over_the_deprecated_one() {
         let body = "vllm:num_requests_waiting 0.0\nvllm:gpu_cache_usage_perc 0.9\nvllm:kv_cache_usage_perc 0.3\n";
-        let (pod, _) = source(Engine::Vllm, None).parse_pod("t", body).expect("parses");
+        let (pod, _) = source(Engine::Vllm, None)
+            .parse_pod("t", body)
+            .expect("parses");
         assert_eq!(pod.kv_cache_usage, Some(0.3));
     }
 
@@ -633,8 +663,13 @@ sglang:time_to_first_token_seconds_bucket{engine_type="unified",le="0.1",model_n
 sglang:time_to_first_token_seconds_bucket{engine_type="unified",le="0.2",model_name="q"} 1.0
 sglang:time_to_first_token_seconds_bucket{engine_type="unified",le="+Inf",model_name="q"} 1.0
 "#;
-        let (pod, _) = source(Engine::Sglang, Some("q")).parse_pod("t", body).expect("parses");
-        assert_eq!((pod.waiting, pod.running, pod.kv_cache_usage), (4.0, Some(7.0), Some(0.4)));
+        let (pod, _) = source(Engine::Sglang, Some("q"))
+            .parse_pod("t", body)
+            .expect("parses");
+        assert_eq!(
+            (pod.waiting, pod.running, pod.kv_cache_usage),
+            (4.0, Some(7.0), Some(0.4))
+        );
         assert_eq!(pod.ttft.expect("ttft").counts, vec![0.0, 1.0, 1.0]);
     }
 
@@ -647,29 +682,40 @@ nv_inference_first_response_histogram_ms_bucket{model="simple",version="1",le="1
 nv_inference_first_response_histogram_ms_bucket{model="simple",version="1",le="500"} 30
 nv_inference_first_response_histogram_ms_bucket{model="simple",version="1",le="+Inf"} 37
 "#;
-        let (pod, _) = source(Engine::Triton, Some("simple")).parse_pod("t", body).expect("parses");
+        let (pod, _) = source(Engine::Triton, Some("simple"))
+            .parse_pod("t", body)
+            .expect("parses");
         assert_eq!((pod.waiting, pod.running), (3.0, None));
-        assert_eq!(pod.ttft.expect("ttft").bounds, vec![0.1, 0.5, f64::INFINITY]);
+        assert_eq!(
+            pod.ttft.expect("ttft").bounds,
+            vec![0.1, 0.5, f64::INFINITY]
+        );
     }
 
     #[test]
     fn tgi_has_no_model_label() {
         let body = "# TYPE tgi_queue_size gauge\ntgi_queue_size 5\n\n# TYPE tgi_batch_current_size gauge\ntgi_batch_current_size 12\n\n";
-        let (pod, _) = source(Engine::Tgi, Some("ignored")).parse_pod("t", body).expect("parses");
+        let (pod, _) = source(Engine::Tgi, Some("ignored"))
+            .parse_pod("t", body)
+            .expect("parses");
         assert_eq!((pod.waiting, pod.running), (5.0, Some(12.0)));
     }
 
     #[test]
     fn histogram_without_inf_is_an_error() {
         let body = "vllm:num_requests_waiting 0.0\nvllm:time_to_first_token_seconds_bucket{le=\"1.0\"} 2.0\n";
-        let err = source(Engine::Vllm, None).parse_pod("t", body).expect_err("no +Inf");
+        let err = source(Engine::Vllm, None)
+            .parse_pod("t", body)
+            .expect_err("no +Inf");
         assert!(err.to_string().contains("+Inf"), "{err}");
     }
 
     #[test]
     fn malformed_lines_are_counted_and_skipped() {
         let body = format!("{BODY}vllm:num_requests_waiting{{model_name=\"a\" 5\ngarbage line\n");
-        let (pod, malformed) = source(Engine::Vllm, Some("a")).parse_pod("t", &body).expect("parses");
+        let (pod, malformed) = source(Engine::Vllm, Some("a"))
+            .parse_pod("t", &body)
+            .expect("parses");
         assert_eq!(pod.waiting, 3.0);
         assert!(malformed >= 1);
     }

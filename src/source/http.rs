@@ -188,9 +188,18 @@ pub struct RequestAuth {
 impl fmt::Debug for RequestAuth {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RequestAuth")
-            .field("bearer_token", &self.bearer_token.as_ref().map(|_| "<redacted>"))
-            .field("basic", &self.basic.as_ref().map(|(user, _)| (user, "<redacted>")))
-            .field("headers", &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>())
+            .field(
+                "bearer_token",
+                &self.bearer_token.as_ref().map(|_| "<redacted>"),
+            )
+            .field(
+                "basic",
+                &self.basic.as_ref().map(|(user, _)| (user, "<redacted>")),
+            )
+            .field(
+                "headers",
+                &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            )
             .finish()
     }
 }
@@ -271,7 +280,11 @@ impl HttpScraper {
     }
 
     /// GET `url` with credentials from a scaler-side profile.
-    pub async fn get_text_with(&self, url: &Url, auth: Option<&RequestAuth>) -> Result<String, SourceError> {
+    pub async fn get_text_with(
+        &self,
+        url: &Url,
+        auth: Option<&RequestAuth>,
+    ) -> Result<String, SourceError> {
         let upstream = |reason: String| SourceError::Upstream {
             target: url.to_string(),
             reason,
@@ -403,5 +416,29 @@ mod tests {
             assert_eq!(url.port(), Some(8000));
             assert_eq!(url.path(), "/metrics");
         }
+    }
+
+    #[tokio::test]
+    async fn checked_resolution_applies_the_outbound_policy() {
+        let entries = vec!["localhost".to_owned(), "10.0.0.0/8".to_owned()];
+        let policy = OutboundPolicy::new(Some(&entries), false).expect("valid");
+        let t = ScrapeTarget::parse("dns+http://localhost:8000/metrics").expect("valid");
+        t.check_outbound(&policy).expect("the name is allowed");
+        let err = t
+            .resolve_checked(&policy)
+            .await
+            .expect_err("loopback refused");
+        assert!(err.to_string().contains("resolved from localhost"), "{err}");
+        let t = ScrapeTarget::parse("http://169.254.169.254/metrics").expect("valid");
+        let err = t
+            .check_outbound(&OutboundPolicy::allow_all())
+            .expect_err("metadata");
+        assert!(err.rule.contains("refused by default"), "{err}");
+        let t = ScrapeTarget::parse("dns+http://evil.example:80/").expect("valid");
+        let err = t
+            .resolve_checked(&policy)
+            .await
+            .expect_err("name refused, no DNS");
+        assert!(err.to_string().contains("no host pattern"), "{err}");
     }
 }

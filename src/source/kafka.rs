@@ -200,7 +200,8 @@ impl KafkaSource {
             {
                 md.invalid(sent, value, "needs `topic` (as in KEDA)");
             }
-            if allow_idle_consumers && let Some((sent, value)) = md.get(keys::ALLOW_IDLE_CONSUMERS) {
+            if allow_idle_consumers && let Some((sent, value)) = md.get(keys::ALLOW_IDLE_CONSUMERS)
+            {
                 md.invalid(
                     sent,
                     value,
@@ -254,7 +255,11 @@ impl KafkaSource {
                 }
             }
         };
-        let timeout_ms = ctx.request_timeout.as_millis().clamp(10, 300_000).to_string();
+        let timeout_ms = ctx
+            .request_timeout
+            .as_millis()
+            .clamp(10, 300_000)
+            .to_string();
         let mut config = ClientConfig::new();
         config
             .set("bootstrap.servers", self.bootstrap_servers.join(","))
@@ -303,9 +308,11 @@ impl KafkaSource {
                     .ok_or_else(|| self.upstream("no Kafka client".to_owned()))?;
                 let source = self.clone();
                 let timeout = ctx.request_timeout;
-                memory.in_flight.insert(tokio::task::spawn_blocking(move || {
-                    source.fetch_offsets(&consumer, timeout)
-                }))
+                memory
+                    .in_flight
+                    .insert(tokio::task::spawn_blocking(move || {
+                        source.fetch_offsets(&consumer, timeout)
+                    }))
             }
         };
         // If this future is dropped here (poller timeout), the handle stays
@@ -648,7 +655,11 @@ mod tests {
     fn servers() {
         assert_eq!(
             parse_servers("b:1, a:2,b:1,[::1]:9092"),
-            Ok(vec!["[::1]:9092".to_owned(), "a:2".to_owned(), "b:1".to_owned()])
+            Ok(vec![
+                "[::1]:9092".to_owned(),
+                "a:2".to_owned(),
+                "b:1".to_owned()
+            ])
         );
         for bad in ["", "a", "a:0", "a:x", "PLAINTEXT://a:1", "u@a:1", ":1"] {
             assert!(parse_servers(bad).is_err(), "{bad}");

@@ -63,7 +63,9 @@ impl SourceSpec {
         match self {
             SourceSpec::Engine(source) => targets(&source.targets),
             SourceSpec::Dcgm(source) => targets(&source.targets),
-            SourceSpec::Prometheus(query) => policy.check_url(&query.address).err().into_iter().collect(),
+            SourceSpec::Prometheus(query) => {
+                policy.check_url(&query.address).err().into_iter().collect()
+            }
         }
     }
 

@@ -136,8 +136,8 @@ impl PromQuery {
             target: self.label(),
             reason,
         };
-        let response: ApiResponse =
-            serde_json::from_str(body).map_err(|e| parse_error(format!("not a Prometheus API response: {e}")))?;
+        let response: ApiResponse = serde_json::from_str(body)
+            .map_err(|e| parse_error(format!("not a Prometheus API response: {e}")))?;
         if response.status != "success" {
             return Err(SourceError::Upstream {
                 target: self.label(),
@@ -148,7 +148,9 @@ impl PromQuery {
                 ),
             });
         }
-        let data = response.data.ok_or_else(|| parse_error("response has no data".to_owned()))?;
+        let data = response
+            .data
+            .ok_or_else(|| parse_error("response has no data".to_owned()))?;
         let series = match data.result_type.as_str() {
             "vector" => {
                 let samples: Vec<VectorSample> = serde_json::from_value(data.result)
@@ -156,8 +158,9 @@ impl PromQuery {
                 samples
                     .into_iter()
                     .map(|s| {
-                        let value = parse_value(&s.value.1)
-                            .ok_or_else(|| parse_error(format!("value `{}` is not a number", s.value.1)))?;
+                        let value = parse_value(&s.value.1).ok_or_else(|| {
+                            parse_error(format!("value `{}` is not a number", s.value.1))
+                        })?;
                         let labels = s
                             .metric
                             .iter()
@@ -174,7 +177,8 @@ impl PromQuery {
             "scalar" => {
                 let (_, raw): (f64, String) = serde_json::from_value(data.result)
                     .map_err(|e| parse_error(format!("bad scalar result: {e}")))?;
-                let value = parse_value(&raw).ok_or_else(|| parse_error(format!("value `{raw}` is not a number")))?;
+                let value = parse_value(&raw)
+                    .ok_or_else(|| parse_error(format!("value `{raw}` is not a number")))?;
                 vec![SeriesValue {
                     labels: "{}".to_owned(),
                     value,
@@ -235,7 +239,10 @@ impl DefaultQueries {
 
     /// `sum(running)`, if the engine has the gauge.
     pub fn running(&self) -> Option<String> {
-        self.engine.metrics().running.map(|m| format!("sum({})", self.sel(m)))
+        self.engine
+            .metrics()
+            .running
+            .map(|m| format!("sum({})", self.sel(m)))
     }
 
     /// Pods reporting: `count(waiting)`.
@@ -318,7 +325,9 @@ mod tests {
         assert_eq!(r.series[0].labels, "{pod=\"a\"}");
         assert!(r.series[1].value.is_nan());
         let r = query()
-            .parse_response(r#"{"status":"success","data":{"resultType":"scalar","result":[1.5,"+Inf"]}}"#)
+            .parse_response(
+                r#"{"status":"success","data":{"resultType":"scalar","result":[1.5,"+Inf"]}}"#,
+            )
             .expect("scalar");
         assert_eq!(r.series[0].value, f64::INFINITY);
         let r = query()
@@ -332,7 +341,10 @@ mod tests {
         let err = query()
             .parse_response(r#"{"status":"error","errorType":"bad_data","error":"parse error"}"#)
             .expect_err("error");
-        assert!(err.to_string().contains("sum(x)") && err.to_string().contains("parse error"), "{err}");
+        assert!(
+            err.to_string().contains("sum(x)") && err.to_string().contains("parse error"),
+            "{err}"
+        );
         let err = query().parse_response("<html>").expect_err("garbage");
         assert!(err.to_string().contains("sum(x)"), "{err}");
         let err = query()
@@ -344,17 +356,27 @@ mod tests {
     #[test]
     fn default_queries_use_engine_names_and_filters() {
         let q = DefaultQueries::new(Engine::Vllm, Some("m\"x"), Some("inference"));
-        assert_eq!(q.waiting(), r#"sum(vllm:num_requests_waiting{model_name="m\"x",namespace="inference"})"#);
+        assert_eq!(
+            q.waiting(),
+            r#"sum(vllm:num_requests_waiting{model_name="m\"x",namespace="inference"})"#
+        );
         assert_eq!(
             q.ttft(0.95, 60).expect("vllm has ttft"),
             r#"histogram_quantile(0.95, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket{model_name="m\"x",namespace="inference"}[60s])))"#
         );
-        assert!(q.kv_cache().expect("kv").contains(" or vllm:gpu_cache_usage_perc{"));
+        assert!(
+            q.kv_cache()
+                .expect("kv")
+                .contains(" or vllm:gpu_cache_usage_perc{")
+        );
         let t = DefaultQueries::new(Engine::Triton, None, None);
         assert!(t.ttft(0.5, 30).expect("triton").ends_with("* 0.001"));
         assert_eq!(t.running(), None);
         let s = DefaultQueries::new(Engine::Sglang, None, None);
-        assert_eq!(s.waiting(), r#"sum(sglang:num_queue_reqs{tp_rank=~"0|",pp_rank=~"0|"})"#);
+        assert_eq!(
+            s.waiting(),
+            r#"sum(sglang:num_queue_reqs{tp_rank=~"0|",pp_rank=~"0|"})"#
+        );
         assert_eq!(
             DefaultQueries::gpu_util(Some("inference"), Some("vllm-.*")),
             r#"avg(DCGM_FI_DEV_GPU_UTIL{namespace="inference",pod=~"vllm-.*"})"#

@@ -101,15 +101,15 @@ impl RabbitMqSource {
         md: &mut Md<'_, '_>,
         auth_profile: Option<String>,
     ) -> Option<RabbitMqSource> {
-        let host = md
-            .non_empty(keys::RABBITMQ_HOST)
-            .and_then(|(sent, value)| match parse_host(value) {
-                Ok(parsed) => Some(parsed),
-                Err(reason) => {
-                    md.invalid(sent, value, reason);
-                    None
-                }
-            });
+        let host =
+            md.non_empty(keys::RABBITMQ_HOST)
+                .and_then(|(sent, value)| match parse_host(value) {
+                    Ok(parsed) => Some(parsed),
+                    Err(reason) => {
+                        md.invalid(sent, value, reason);
+                        None
+                    }
+                });
         let protocol = match (md.get(keys::PROTOCOL), &host) {
             (None | Some((_, "auto")), Some((_, scheme_protocol, _))) => Some(*scheme_protocol),
             (None | Some((_, "auto")), None) => None,
@@ -189,10 +189,12 @@ impl RabbitMqSource {
     }
 
     fn port(&self) -> u16 {
-        self.url.port_or_known_default().unwrap_or(match self.url.scheme() {
-            "amqps" => 5671,
-            _ => 5672,
-        })
+        self.url
+            .port_or_known_default()
+            .unwrap_or(match self.url.scheme() {
+                "amqps" => 5671,
+                _ => 5672,
+            })
     }
 
     fn credentials(&self, ctx: &BrokerContext) -> Result<RabbitMqCredentials, SourceError> {
@@ -359,9 +361,7 @@ impl RabbitMqSource {
         let mut body = Vec::new();
         while let Some(chunk) = response.chunk().await.map_err(|e| upstream(describe(&e)))? {
             if body.len() + chunk.len() > MAX_HTTP_BODY {
-                return Err(upstream(format!(
-                    "response exceeds {MAX_HTTP_BODY} bytes"
-                )));
+                return Err(upstream(format!("response exceeds {MAX_HTTP_BODY} bytes")));
             }
             body.extend_from_slice(&chunk);
         }
@@ -423,8 +423,13 @@ fn parse_host(value: &str) -> Result<(Url, Protocol, String), String> {
         return Err("no query or fragment".to_owned());
     }
     let path = url.path().strip_prefix('/').unwrap_or(url.path());
-    let vhost = percent_decode(path).ok_or_else(|| "the vhost in the path is not valid UTF-8".to_owned())?;
-    let vhost = if vhost.is_empty() { "/".to_owned() } else { vhost };
+    let vhost = percent_decode(path)
+        .ok_or_else(|| "the vhost in the path is not valid UTF-8".to_owned())?;
+    let vhost = if vhost.is_empty() {
+        "/".to_owned()
+    } else {
+        vhost
+    };
     if vhost.len() > MAX_NAME_LEN {
         return Err("the vhost is longer than 255 bytes".to_owned());
     }

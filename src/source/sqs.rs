@@ -82,15 +82,15 @@ fn valid_queue_name(name: &str) -> bool {
 impl SqsSource {
     /// Parse the SQS keys (`queueURL` is present).
     pub(crate) fn parse(md: &mut Md<'_, '_>, auth_profile: Option<String>) -> Option<SqsSource> {
-        let queue = md.non_empty(keys::QUEUE_URL).and_then(|(sent, value)| {
-            match parse_queue(value) {
-                Ok(queue) => Some(queue),
-                Err(reason) => {
-                    md.invalid(sent, value, reason);
-                    None
-                }
-            }
-        });
+        let queue =
+            md.non_empty(keys::QUEUE_URL)
+                .and_then(|(sent, value)| match parse_queue(value) {
+                    Ok(queue) => Some(queue),
+                    Err(reason) => {
+                        md.invalid(sent, value, reason);
+                        None
+                    }
+                });
         let region = md
             .required(keys::AWS_REGION, "the queue's AWS region, e.g. `eu-west-1`")
             .and_then(|(sent, value)| {
@@ -185,7 +185,9 @@ impl SqsSource {
                     Ok(p.aws.clone())
                 })
                 .map_err(|e| self.upstream(e.to_string()))?
-                .ok_or_else(|| self.upstream(format!("credential profile `{name}` has no `aws` section")))?;
+                .ok_or_else(|| {
+                    self.upstream(format!("credential profile `{name}` has no `aws` section"))
+                })?;
             match aws.keys(name).map_err(|e| self.upstream(e.to_string()))? {
                 Some(keys) => {
                     loader = loader.credentials_provider(Credentials::new(
@@ -245,7 +247,9 @@ impl SqsSource {
                     .queue_name(name)
                     .send()
                     .await
-                    .map_err(|e| self.upstream(format!("GetQueueUrl: {}", DisplayErrorContext(&e))))?;
+                    .map_err(|e| {
+                        self.upstream(format!("GetQueueUrl: {}", DisplayErrorContext(&e)))
+                    })?;
                 let url = output
                     .queue_url()
                     .ok_or_else(|| self.upstream("GetQueueUrl returned no URL".to_owned()))?
@@ -281,7 +285,11 @@ impl SqsSource {
         let mut breakdown = BTreeMap::new();
         let mut messages = 0.0;
         for (name, key, counted) in [
-            (QueueAttributeName::ApproximateNumberOfMessages, "visible", true),
+            (
+                QueueAttributeName::ApproximateNumberOfMessages,
+                "visible",
+                true,
+            ),
             (
                 QueueAttributeName::ApproximateNumberOfMessagesNotVisible,
                 "inFlight",
@@ -342,14 +350,20 @@ fn parse_queue(value: &str) -> Result<QueueRef, String> {
             url: value.to_owned(),
             name: (*name).to_owned(),
         }),
-        _ => Err("the URL's path must be /ACCOUNT/NAME (KEDA: cannot get queueName from queueURL)".to_owned()),
+        _ => Err(
+            "the URL's path must be /ACCOUNT/NAME (KEDA: cannot get queueName from queueURL)"
+                .to_owned(),
+        ),
     }
 }
 
 fn parse_endpoint(value: &str) -> Result<String, String> {
-    let url = Url::parse(value).map_err(|e| format!("not a URL ({e}); e.g. `http://127.0.0.1:5000`"))?;
+    let url =
+        Url::parse(value).map_err(|e| format!("not a URL ({e}); e.g. `http://127.0.0.1:5000`"))?;
     if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none_or(str::is_empty) {
-        return Err("an http(s) URL with a host, e.g. `https://sqs.eu-west-1.amazonaws.com`".to_owned());
+        return Err(
+            "an http(s) URL with a host, e.g. `https://sqs.eu-west-1.amazonaws.com`".to_owned(),
+        );
     }
     if !url.username().is_empty() || url.password().is_some() {
         return Err("credentials do not belong in metadata; use `authProfile`".to_owned());
@@ -373,7 +387,10 @@ mod tests {
                 name: "jobs.fifo".into()
             })
         );
-        assert_eq!(parse_queue("jobs_1-a"), Ok(QueueRef::Name("jobs_1-a".into())));
+        assert_eq!(
+            parse_queue("jobs_1-a"),
+            Ok(QueueRef::Name("jobs_1-a".into()))
+        );
         for bad in [
             "",
             ".fifo",

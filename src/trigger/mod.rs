@@ -19,7 +19,10 @@ use crate::source::dcgm::PodSelector;
 use crate::source::prometheus::DefaultQueries;
 use crate::source::{DcgmSource, Engine, EngineSource, PromQuery, SourceSpec};
 pub use values::Metadata;
-use values::{invalid, number, optional_non_negative, optional_positive, required_positive, targets, whole_seconds};
+use values::{
+    invalid, number, optional_non_negative, optional_positive, required_positive, targets,
+    whole_seconds,
+};
 
 /// Default poll interval (`pollIntervalSeconds`).
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(5);
@@ -62,7 +65,7 @@ pub enum EngineInput {
     /// Scrape the pods directly (`vllmTargets`).
     Scrape(EngineSource),
     /// PromQL (`prometheusAddress`).
-    Prometheus(PromSignals),
+    Prometheus(Box<PromSignals>),
 }
 
 /// One query per engine signal.
@@ -173,28 +176,58 @@ impl TriggerSpec {
 
         let target = required_positive(&md, keys::TARGET_BACKLOG_PER_REPLICA, &mut errors);
         let running_per_replica = optional_positive(&md, keys::RUNNING_PER_REPLICA, &mut errors);
-        let activation_backlog = optional_non_negative(&md, keys::ACTIVATION_BACKLOG, &mut errors).unwrap_or(0.0);
-        let poll_interval = whole_seconds(&md, keys::POLL_INTERVAL_SECONDS, 1, MAX_POLL_INTERVAL_SECS, &mut errors)
-            .unwrap_or(DEFAULT_POLL_INTERVAL);
-        let max_signal_age = whole_seconds(&md, keys::MAX_SIGNAL_AGE_SECONDS, poll_interval.as_secs(), 3600, &mut errors)
-            .unwrap_or(poll_interval * DEFAULT_MAX_SIGNAL_AGE_POLLS);
+        let activation_backlog =
+            optional_non_negative(&md, keys::ACTIVATION_BACKLOG, &mut errors).unwrap_or(0.0);
+        let poll_interval = whole_seconds(
+            &md,
+            keys::POLL_INTERVAL_SECONDS,
+            1,
+            MAX_POLL_INTERVAL_SECS,
+            &mut errors,
+        )
+        .unwrap_or(DEFAULT_POLL_INTERVAL);
+        let max_signal_age = whole_seconds(
+            &md,
+            keys::MAX_SIGNAL_AGE_SECONDS,
+            poll_interval.as_secs(),
+            3600,
+            &mut errors,
+        )
+        .unwrap_or(poll_interval * DEFAULT_MAX_SIGNAL_AGE_POLLS);
         let model_name = md.text(keys::MODEL_NAME).map(str::to_owned);
         let metric_name = metric_name(&md, model_name.as_deref(), &mut errors);
         let engine = match md.get(keys::ENGINE) {
             None => Engine::Vllm,
             Some((sent, raw)) => Engine::parse(raw).unwrap_or_else(|| {
-                errors.push(invalid(sent, raw, "one of `vllm`, `sglang`, `triton`, `tgi`"));
+                errors.push(invalid(
+                    sent,
+                    raw,
+                    "one of `vllm`, `sglang`, `triton`, `tgi`",
+                ));
                 Engine::Vllm
             }),
         };
 
         let latency = latency_guard(&md, &mut errors);
         let ttft = TtftSettings {
-            window: whole_seconds(&md, keys::TTFT_WINDOW_SECONDS, 10, 900, &mut errors).unwrap_or(DEFAULT_TTFT_WINDOW),
-            quantile: number(&md, keys::TTFT_QUANTILE, |q| q > 0.0 && q < 1.0, "a number between 0 and 1, e.g. `0.95`", &mut errors)
-                .unwrap_or(DEFAULT_TTFT_QUANTILE),
+            window: whole_seconds(&md, keys::TTFT_WINDOW_SECONDS, 10, 900, &mut errors)
+                .unwrap_or(DEFAULT_TTFT_WINDOW),
+            quantile: number(
+                &md,
+                keys::TTFT_QUANTILE,
+                |q| q > 0.0 && q < 1.0,
+                "a number between 0 and 1, e.g. `0.95`",
+                &mut errors,
+            )
+            .unwrap_or(DEFAULT_TTFT_QUANTILE),
         };
-        let kv_cache_target = number(&md, keys::KV_CACHE_TARGET, |v| v > 0.0 && v <= 1.0, "a fraction in (0, 1], e.g. `0.8`", &mut errors);
+        let kv_cache_target = number(
+            &md,
+            keys::KV_CACHE_TARGET,
+            |v| v > 0.0 && v <= 1.0,
+            "a fraction in (0, 1], e.g. `0.8`",
+            &mut errors,
+        );
         let needs = Needs {
             running: running_per_replica.is_some(),
             ttft: latency.is_some(),
@@ -202,7 +235,15 @@ impl TriggerSpec {
         };
 
         let prometheus = prometheus_address(&md, &mut errors);
-        let engine_input = engine_input(&md, engine, model_name, prometheus.as_ref(), needs, ttft, &mut errors);
+        let engine_input = engine_input(
+            &md,
+            engine,
+            model_name,
+            prometheus.as_ref(),
+            needs,
+            ttft,
+            &mut errors,
+        );
         let gpu = gpu_input(&md, prometheus.as_ref(), &mut errors);
         let gpu_guard = gpu_guard(&md, gpu.is_some(), &mut errors);
 
@@ -233,9 +274,15 @@ impl TriggerSpec {
         match &self.engine {
             EngineInput::Scrape(source) => sources.push(SourceSpec::Engine(source.clone())),
             EngineInput::Prometheus(q) => {
-                for query in [Some(&q.waiting), q.running.as_ref(), q.ttft.as_ref(), q.kv_cache.as_ref(), Some(&q.replicas)]
-                    .into_iter()
-                    .flatten()
+                for query in [
+                    Some(&q.waiting),
+                    q.running.as_ref(),
+                    q.ttft.as_ref(),
+                    q.kv_cache.as_ref(),
+                    Some(&q.replicas),
+                ]
+                .into_iter()
+                .flatten()
                 {
                     sources.push(SourceSpec::Prometheus(query.clone()));
                 }
@@ -243,7 +290,9 @@ impl TriggerSpec {
         }
         match &self.gpu {
             Some(GpuInput::Scrape(source)) => sources.push(SourceSpec::Dcgm(source.clone())),
-            Some(GpuInput::Prometheus(query)) => sources.push(SourceSpec::Prometheus(query.clone())),
+            Some(GpuInput::Prometheus(query)) => {
+                sources.push(SourceSpec::Prometheus(query.clone()))
+            }
             None => {}
         }
         let mut unique = Vec::with_capacity(sources.len());
@@ -266,21 +315,36 @@ struct Needs {
 
 fn latency_guard(md: &Metadata<'_>, errors: &mut Vec<MetadataError>) -> Option<LatencyGuard> {
     let slo = optional_positive(md, keys::TTFT_SLO_SECONDS, errors);
-    let tolerance = optional_non_negative(md, keys::TTFT_TOLERANCE, errors).unwrap_or(DEFAULT_TTFT_TOLERANCE);
+    let tolerance =
+        optional_non_negative(md, keys::TTFT_TOLERANCE, errors).unwrap_or(DEFAULT_TTFT_TOLERANCE);
     if slo.is_none() {
-        for key in [keys::TTFT_TOLERANCE, keys::TTFT_WINDOW_SECONDS, keys::TTFT_QUANTILE, keys::TTFT_QUERY] {
+        for key in [
+            keys::TTFT_TOLERANCE,
+            keys::TTFT_WINDOW_SECONDS,
+            keys::TTFT_QUANTILE,
+            keys::TTFT_QUERY,
+        ] {
             if md.has(key) {
                 errors.push(conflict(key, "has no effect without `ttftSloSeconds`"));
             }
         }
     }
-    slo.map(|slo_seconds| LatencyGuard { slo_seconds, tolerance })
+    slo.map(|slo_seconds| LatencyGuard {
+        slo_seconds,
+        tolerance,
+    })
 }
 
 fn prometheus_address(md: &Metadata<'_>, errors: &mut Vec<MetadataError>) -> Option<Url> {
-    let (sent, raw) = match (md.get(keys::PROMETHEUS_ADDRESS), md.get(keys::SERVER_ADDRESS)) {
+    let (sent, raw) = match (
+        md.get(keys::PROMETHEUS_ADDRESS),
+        md.get(keys::SERVER_ADDRESS),
+    ) {
         (Some(_), Some(_)) => {
-            errors.push(conflict(keys::SERVER_ADDRESS, "is an alias of `prometheusAddress`; set only one"));
+            errors.push(conflict(
+                keys::SERVER_ADDRESS,
+                "is an alias of `prometheusAddress`; set only one",
+            ));
             return None;
         }
         (Some(v), None) | (None, Some(v)) => v,
@@ -288,11 +352,20 @@ fn prometheus_address(md: &Metadata<'_>, errors: &mut Vec<MetadataError>) -> Opt
     };
     let valid = Url::parse(raw)
         .ok()
-        .filter(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some_and(|h| !h.is_empty()))
+        .filter(|u| {
+            matches!(u.scheme(), "http" | "https") && u.host_str().is_some_and(|h| !h.is_empty())
+        })
         .filter(|u| u.username().is_empty() && u.password().is_none())
-        .filter(|_| !raw.split_once("://").is_some_and(|(_, rest)| rest.starts_with('/')));
+        .filter(|_| {
+            !raw.split_once("://")
+                .is_some_and(|(_, rest)| rest.starts_with('/'))
+        });
     if valid.is_none() {
-        errors.push(invalid(sent, raw, "an http(s)://HOST:PORT URL of a Prometheus API, without credentials"));
+        errors.push(invalid(
+            sent,
+            raw,
+            "an http(s)://HOST:PORT URL of a Prometheus API, without credentials",
+        ));
     }
     valid
 }
@@ -308,12 +381,24 @@ fn engine_input(
 ) -> Option<EngineInput> {
     let names = engine.metrics();
     if model_name.is_some() && names.model_label.is_none() {
-        errors.push(conflict(keys::MODEL_NAME, format!("cannot filter engine `{engine}`: its metrics carry no model label")));
+        errors.push(conflict(
+            keys::MODEL_NAME,
+            format!("cannot filter engine `{engine}`: its metrics carry no model label"),
+        ));
     }
-    let query_keys = [keys::WAITING_QUERY, keys::RUNNING_QUERY, keys::TTFT_QUERY, keys::KV_CACHE_QUERY, keys::REPLICAS_QUERY];
+    let query_keys = [
+        keys::WAITING_QUERY,
+        keys::RUNNING_QUERY,
+        keys::TTFT_QUERY,
+        keys::KV_CACHE_QUERY,
+        keys::REPLICAS_QUERY,
+    ];
     let scrape = md.has(keys::VLLM_TARGETS);
     match (scrape, prometheus) {
-        (true, Some(_)) if query_keys.iter().any(|k| md.has(k)) || !md.has(keys::POD_SELECTOR_REGEX) && !md.has(keys::GPU_UTIL_QUERY) => {
+        (true, Some(_))
+            if query_keys.iter().any(|k| md.has(k))
+                || !md.has(keys::POD_SELECTOR_REGEX) && !md.has(keys::GPU_UTIL_QUERY) =>
+        {
             errors.push(conflict(
                 keys::VLLM_TARGETS,
                 "and `prometheusAddress` both read the engine signals; set one (prometheusAddress may accompany vllmTargets only for the GPU signal)",
@@ -323,12 +408,25 @@ fn engine_input(
         (true, _) => {
             for key in query_keys {
                 if md.has(key) {
-                    errors.push(conflict(key, "needs `prometheusAddress` (it is a PromQL query)"));
+                    errors.push(conflict(
+                        key,
+                        "needs `prometheusAddress` (it is a PromQL query)",
+                    ));
                 }
             }
-            let unsupported = |key: &'static str, what: &str| conflict(key, format!("needs {what}, which engine `{engine}` does not expose; use `prometheusAddress` with a query"));
+            let unsupported = |key: &'static str, what: &str| {
+                conflict(
+                    key,
+                    format!(
+                        "needs {what}, which engine `{engine}` does not expose; use `prometheusAddress` with a query"
+                    ),
+                )
+            };
             if needs.running && names.running.is_none() {
-                errors.push(unsupported(keys::RUNNING_PER_REPLICA, "a running-requests gauge"));
+                errors.push(unsupported(
+                    keys::RUNNING_PER_REPLICA,
+                    "a running-requests gauge",
+                ));
             }
             if needs.ttft && names.ttft.is_none() {
                 errors.push(unsupported(keys::TTFT_SLO_SECONDS, "a TTFT histogram"));
@@ -344,9 +442,14 @@ fn engine_input(
             }))
         }
         (false, Some(address)) => {
-            let defaults = DefaultQueries::new(engine, model_name.as_deref(), md.text(keys::NAMESPACE));
+            let defaults =
+                DefaultQueries::new(engine, model_name.as_deref(), md.text(keys::NAMESPACE));
             let auth_profile = md.text(keys::AUTH_PROFILE).map(str::to_owned);
-            let query = |key: &'static str, default: Option<String>, needed: bool, errors: &mut Vec<MetadataError>| -> Option<PromQuery> {
+            let query = |key: &'static str,
+                         default: Option<String>,
+                         needed: bool,
+                         errors: &mut Vec<MetadataError>|
+             -> Option<PromQuery> {
                 let text = match md.get(key) {
                     Some((sent, raw)) if raw.is_empty() => {
                         errors.push(invalid(sent, raw, "a PromQL expression"));
@@ -365,23 +468,46 @@ fn engine_input(
                         auth_profile: auth_profile.clone(),
                     }),
                     None => {
-                        errors.push(conflict(key, format!("is needed: engine `{engine}` has no default for it")));
+                        errors.push(conflict(
+                            key,
+                            format!("is needed: engine `{engine}` has no default for it"),
+                        ));
                         None
                     }
                 }
             };
             let waiting = query(keys::WAITING_QUERY, Some(defaults.waiting()), true, errors);
-            let running = query(keys::RUNNING_QUERY, defaults.running(), needs.running, errors);
-            let ttft_query = query(keys::TTFT_QUERY, defaults.ttft(ttft.quantile, ttft.window.as_secs()), needs.ttft, errors);
-            let kv_cache = query(keys::KV_CACHE_QUERY, defaults.kv_cache(), needs.kv_cache, errors);
-            let replicas = query(keys::REPLICAS_QUERY, Some(defaults.replicas()), true, errors);
-            Some(EngineInput::Prometheus(PromSignals {
+            let running = query(
+                keys::RUNNING_QUERY,
+                defaults.running(),
+                needs.running,
+                errors,
+            );
+            let ttft_query = query(
+                keys::TTFT_QUERY,
+                defaults.ttft(ttft.quantile, ttft.window.as_secs()),
+                needs.ttft,
+                errors,
+            );
+            let kv_cache = query(
+                keys::KV_CACHE_QUERY,
+                defaults.kv_cache(),
+                needs.kv_cache,
+                errors,
+            );
+            let replicas = query(
+                keys::REPLICAS_QUERY,
+                Some(defaults.replicas()),
+                true,
+                errors,
+            );
+            Some(EngineInput::Prometheus(Box::new(PromSignals {
                 waiting: waiting?,
                 running,
                 ttft: ttft_query,
                 kv_cache,
                 replicas: replicas?,
-            }))
+            })))
         }
         (false, None) => {
             errors.push(MetadataError::Missing {
@@ -393,25 +519,38 @@ fn engine_input(
     }
 }
 
-fn gpu_input(md: &Metadata<'_>, prometheus: Option<&Url>, errors: &mut Vec<MetadataError>) -> Option<GpuInput> {
+fn gpu_input(
+    md: &Metadata<'_>,
+    prometheus: Option<&Url>,
+    errors: &mut Vec<MetadataError>,
+) -> Option<GpuInput> {
     let selector = match md.get(keys::POD_SELECTOR_REGEX) {
-        Some((sent, raw)) => match PodSelector::new(raw) {
-            Ok(selector) if !raw.is_empty() => Some(selector),
-            Ok(_) => {
-                errors.push(invalid(sent, raw, "a regular expression matching the workload's pod names, e.g. `llama-8b-.*`"));
-                None
+        Some((sent, raw)) => {
+            match PodSelector::new(raw) {
+                Ok(selector) if !raw.is_empty() => Some(selector),
+                Ok(_) => {
+                    errors.push(invalid(sent, raw, "a regular expression matching the workload's pod names, e.g. `llama-8b-.*`"));
+                    None
+                }
+                Err(e) => {
+                    errors.push(invalid(
+                        sent,
+                        raw,
+                        format!("a valid regular expression ({e})"),
+                    ));
+                    None
+                }
             }
-            Err(e) => {
-                errors.push(invalid(sent, raw, format!("a valid regular expression ({e})")));
-                None
-            }
-        },
+        }
         None => None,
     };
     let namespace = md.text(keys::NAMESPACE);
     if md.has(keys::DCGM_TARGETS) {
         if md.has(keys::GPU_UTIL_QUERY) {
-            errors.push(conflict(keys::GPU_UTIL_QUERY, "and `dcgmTargets` both read GPU utilisation; set one"));
+            errors.push(conflict(
+                keys::GPU_UTIL_QUERY,
+                "and `dcgmTargets` both read GPU utilisation; set one",
+            ));
         }
         let targets = targets(md, keys::DCGM_TARGETS, errors)?;
         let Some(pods) = selector else {
@@ -441,7 +580,10 @@ fn gpu_input(md: &Metadata<'_>, prometheus: Option<&Url>, errors: &mut Vec<Metad
         None => return None,
     };
     let Some(address) = prometheus else {
-        errors.push(conflict(keys::GPU_UTIL_QUERY, "needs `prometheusAddress` (it is a PromQL query)"));
+        errors.push(conflict(
+            keys::GPU_UTIL_QUERY,
+            "needs `prometheusAddress` (it is a PromQL query)",
+        ));
         return None;
     };
     Some(GpuInput::Prometheus(PromQuery {
@@ -451,9 +593,25 @@ fn gpu_input(md: &Metadata<'_>, prometheus: Option<&Url>, errors: &mut Vec<Metad
     }))
 }
 
-fn gpu_guard(md: &Metadata<'_>, configured: bool, errors: &mut Vec<MetadataError>) -> Option<GpuGuard> {
-    let busy = number(md, keys::GPU_BUSY_PERCENT, |v| v > 0.0 && v <= 100.0, "a percentage in (0, 100], e.g. `90`", errors);
-    let idle = number(md, keys::GPU_IDLE_PERCENT, |v| (0.0..100.0).contains(&v), "a percentage in [0, 100), e.g. `10`", errors);
+fn gpu_guard(
+    md: &Metadata<'_>,
+    configured: bool,
+    errors: &mut Vec<MetadataError>,
+) -> Option<GpuGuard> {
+    let busy = number(
+        md,
+        keys::GPU_BUSY_PERCENT,
+        |v| v > 0.0 && v <= 100.0,
+        "a percentage in (0, 100], e.g. `90`",
+        errors,
+    );
+    let idle = number(
+        md,
+        keys::GPU_IDLE_PERCENT,
+        |v| (0.0..100.0).contains(&v),
+        "a percentage in [0, 100), e.g. `10`",
+        errors,
+    );
     if !configured {
         for key in [keys::GPU_BUSY_PERCENT, keys::GPU_IDLE_PERCENT] {
             if md.has(key) {
@@ -466,7 +624,10 @@ fn gpu_guard(md: &Metadata<'_>, configured: bool, errors: &mut Vec<MetadataError
     if let Some(idle) = idle
         && idle >= busy
     {
-        errors.push(conflict(keys::GPU_IDLE_PERCENT, format!("({idle}) must be below `gpuBusyPercent` ({busy})")));
+        errors.push(conflict(
+            keys::GPU_IDLE_PERCENT,
+            format!("({idle}) must be below `gpuBusyPercent` ({busy})"),
+        ));
     }
     Some(GpuGuard {
         busy_percent: Some(busy),
@@ -474,7 +635,11 @@ fn gpu_guard(md: &Metadata<'_>, configured: bool, errors: &mut Vec<MetadataError
     })
 }
 
-fn metric_name(md: &Metadata<'_>, model_name: Option<&str>, errors: &mut Vec<MetadataError>) -> String {
+fn metric_name(
+    md: &Metadata<'_>,
+    model_name: Option<&str>,
+    errors: &mut Vec<MetadataError>,
+) -> String {
     if let Some((sent_key, raw)) = md.get(keys::METRIC_NAME) {
         let valid = !raw.is_empty()
             && raw.len() <= MAX_METRIC_NAME_LEN
@@ -482,7 +647,11 @@ fn metric_name(md: &Metadata<'_>, model_name: Option<&str>, errors: &mut Vec<Met
         if valid {
             return raw.to_owned();
         }
-        errors.push(invalid(sent_key, raw, format!("1 to {MAX_METRIC_NAME_LEN} letters, digits or `-`")));
+        errors.push(invalid(
+            sent_key,
+            raw,
+            format!("1 to {MAX_METRIC_NAME_LEN} letters, digits or `-`"),
+        ));
     }
     match model_name {
         Some(model) => {

@@ -2,7 +2,6 @@
 
 use super::*;
 
-
 fn parse(pairs: &[(&str, &str)]) -> Result<TriggerSpec, MetadataErrors> {
     TriggerSpec::from_metadata(pairs.iter().copied())
 }
@@ -26,7 +25,11 @@ fn minimal_metadata_gets_defaults() {
     let spec = parse(&base()).expect("valid");
     assert_eq!(spec.metric_name, "backlog");
     assert_eq!(spec.sources().len(), 1);
-    assert!(spec.gpu.is_none() && spec.fusion.latency.is_none() && spec.fusion.kv_cache_target.is_none());
+    assert!(
+        spec.gpu.is_none()
+            && spec.fusion.latency.is_none()
+            && spec.fusion.kv_cache_target.is_none()
+    );
     assert_eq!(spec.fusion.target_per_replica, 10.0);
     assert_eq!(spec.fusion.running_per_replica, None);
     assert_eq!(spec.fusion.activation_backlog, 0.0);
@@ -45,7 +48,9 @@ fn keda_keys_and_from_env_are_accepted() {
     ]);
     let spec = parse(&md).expect("valid");
     assert_eq!(spec.metric_name, "backlog-meta-llama-llama-3-1-8b-instruct");
-    let EngineInput::Scrape(source) = &spec.engine else { panic!("scrape") };
+    let EngineInput::Scrape(source) = &spec.engine else {
+        panic!("scrape")
+    };
     assert_eq!(
         source.model_name.as_deref(),
         Some("meta-llama/Llama-3.1-8B-Instruct")
@@ -180,7 +185,9 @@ fn targets_are_parsed_deduplicated_and_defaulted() {
         " http://a:8000 , http://a:8000/metrics,dns+http://vllm-headless.ns:8000/metrics ",
     );
     let spec = parse(&md).expect("valid");
-    let EngineInput::Scrape(source) = &spec.engine else { panic!("scrape") };
+    let EngineInput::Scrape(source) = &spec.engine else {
+        panic!("scrape")
+    };
     assert_eq!(source.targets.len(), 2);
 }
 
@@ -192,17 +199,40 @@ fn latency_kv_and_gpu_keys_build_guards() {
         ("ttftWindowSeconds", "120"),
         ("ttftQuantile", "0.9"),
         ("kvCacheTarget", "0.8"),
-        ("dcgmTargets", "dns+http://dcgm-exporter.gpu-operator:9400/metrics"),
+        (
+            "dcgmTargets",
+            "dns+http://dcgm-exporter.gpu-operator:9400/metrics",
+        ),
         ("podSelectorRegex", "llama-8b-.*"),
         ("namespace", "inference"),
         ("gpuIdlePercent", "10"),
     ]);
     let spec = parse(&md).expect("valid");
-    assert_eq!(spec.fusion.latency, Some(LatencyGuard { slo_seconds: 2.0, tolerance: 0.1 }));
-    assert_eq!(spec.ttft, TtftSettings { window: Duration::from_secs(120), quantile: 0.9 });
+    assert_eq!(
+        spec.fusion.latency,
+        Some(LatencyGuard {
+            slo_seconds: 2.0,
+            tolerance: 0.1
+        })
+    );
+    assert_eq!(
+        spec.ttft,
+        TtftSettings {
+            window: Duration::from_secs(120),
+            quantile: 0.9
+        }
+    );
     assert_eq!(spec.fusion.kv_cache_target, Some(0.8));
-    assert_eq!(spec.fusion.gpu, Some(GpuGuard { busy_percent: Some(90.0), idle_percent: Some(10.0) }));
-    assert!(matches!(&spec.gpu, Some(GpuInput::Scrape(d)) if d.namespace.as_deref() == Some("inference")));
+    assert_eq!(
+        spec.fusion.gpu,
+        Some(GpuGuard {
+            busy_percent: Some(90.0),
+            idle_percent: Some(10.0)
+        })
+    );
+    assert!(
+        matches!(&spec.gpu, Some(GpuInput::Scrape(d)) if d.namespace.as_deref() == Some("inference"))
+    );
     assert_eq!(spec.sources().len(), 2);
 }
 
@@ -219,12 +249,22 @@ fn prometheus_path_builds_one_query_per_needed_signal() {
         ("authProfile", "prom"),
     ];
     let spec = parse(&md).expect("valid");
-    let EngineInput::Prometheus(q) = &spec.engine else { panic!("prometheus") };
-    assert_eq!(q.waiting.query, r#"sum(vllm:num_requests_waiting{model_name="m",namespace="inference"})"#);
+    let EngineInput::Prometheus(q) = &spec.engine else {
+        panic!("prometheus")
+    };
+    assert_eq!(
+        q.waiting.query,
+        r#"sum(vllm:num_requests_waiting{model_name="m",namespace="inference"})"#
+    );
     assert!(q.running.is_some() && q.ttft.is_some() && q.kv_cache.is_none());
-    assert_eq!(q.replicas.query, r#"count(vllm:num_requests_waiting{model_name="m",namespace="inference"})"#);
+    assert_eq!(
+        q.replicas.query,
+        r#"count(vllm:num_requests_waiting{model_name="m",namespace="inference"})"#
+    );
     assert_eq!(q.waiting.auth_profile.as_deref(), Some("prom"));
-    assert!(matches!(&spec.gpu, Some(GpuInput::Prometheus(g)) if g.query.contains("pod=~\"llama-.*\"")));
+    assert!(
+        matches!(&spec.gpu, Some(GpuInput::Prometheus(g)) if g.query.contains("pod=~\"llama-.*\""))
+    );
     // waiting, running, ttft, replicas, gpu
     assert_eq!(spec.sources().len(), 5);
     let overridden = parse(&[
@@ -233,29 +273,151 @@ fn prometheus_path_builds_one_query_per_needed_signal() {
         ("waitingQuery", "sum(my_queue)"),
     ])
     .expect("valid");
-    let EngineInput::Prometheus(q) = &overridden.engine else { panic!("prometheus") };
+    let EngineInput::Prometheus(q) = &overridden.engine else {
+        panic!("prometheus")
+    };
     assert_eq!(q.waiting.query, "sum(my_queue)");
 }
 
 #[test]
 fn combinations_that_cannot_work_are_refused_with_the_reason() {
-    let cases: &[(&[(&str, &str)], &[&str])] = &[
-        (&[("vllmTargets", "http://a:1"), ("targetBacklogPerReplica", "1"), ("waitingQuery", "x")], &["waitingQuery", "needs `prometheusAddress`"]),
-        (&[("vllmTargets", "http://a:1"), ("targetBacklogPerReplica", "1"), ("engine", "triton"), ("runningPerReplica", "8")], &["runningPerReplica", "triton"]),
-        (&[("vllmTargets", "http://a:1"), ("targetBacklogPerReplica", "1"), ("engine", "tgi"), ("ttftSloSeconds", "2")], &["ttftSloSeconds", "TTFT histogram"]),
-        (&[("vllmTargets", "http://a:1"), ("targetBacklogPerReplica", "1"), ("engine", "tgi"), ("modelName", "x")], &["modelName", "no model label"]),
-        (&[("vllmTargets", "http://a:1"), ("targetBacklogPerReplica", "1"), ("engine", "llamacpp")], &["engine", "`llamacpp`", "sglang"]),
-        (&[("vllmTargets", "http://a:1"), ("targetBacklogPerReplica", "1"), ("dcgmTargets", "http://d:9400")], &["dcgmTargets", "podSelectorRegex"]),
-        (&[("vllmTargets", "http://a:1"), ("targetBacklogPerReplica", "1"), ("gpuBusyPercent", "80")], &["gpuBusyPercent", "needs a GPU signal"]),
-        (&[("vllmTargets", "http://a:1"), ("targetBacklogPerReplica", "1"), ("ttftWindowSeconds", "30")], &["ttftWindowSeconds", "without `ttftSloSeconds`"]),
-        (&[("vllmTargets", "http://a:1"), ("targetBacklogPerReplica", "1"), ("kvCacheTarget", "80")], &["kvCacheTarget", "`80`", "(0, 1]"]),
-        (&[("vllmTargets", "http://a:1"), ("targetBacklogPerReplica", "1"), ("ttftSloSeconds", "2"), ("ttftQuantile", "95")], &["ttftQuantile", "between 0 and 1"]),
-        (&[("vllmTargets", "http://a:1"), ("targetBacklogPerReplica", "1"), ("dcgmTargets", "http://d:9400"), ("podSelectorRegex", "(")], &["podSelectorRegex", "regular expression"]),
-        (&[("prometheusAddress", "http:///x"), ("targetBacklogPerReplica", "1")], &["prometheusAddress", "http:///x"]),
-        (&[("prometheusAddress", "http://p:9090"), ("serverAddress", "http://p:9090"), ("targetBacklogPerReplica", "1")], &["serverAddress", "alias"]),
-        (&[("vllmTargets", "http://a:1"), ("prometheusAddress", "http://p:9090"), ("targetBacklogPerReplica", "1")], &["vllmTargets", "set one"]),
-        (&[("prometheusAddress", "http://p:9090"), ("targetBacklogPerReplica", "1"), ("engine", "tgi"), ("ttftSloSeconds", "2")], &["ttftQuery", "no default"]),
-        (&[("vllmTargets", "http://a:1"), ("targetBacklogPerReplica", "1"), ("dcgmTargets", "http://d:9400"), ("podSelectorRegex", "x"), ("gpuIdlePercent", "95")], &["gpuIdlePercent", "below `gpuBusyPercent`"]),
+    type Case<'a> = (&'a [(&'a str, &'a str)], &'a [&'a str]);
+    let cases: &[Case] = &[
+        (
+            &[
+                ("vllmTargets", "http://a:1"),
+                ("targetBacklogPerReplica", "1"),
+                ("waitingQuery", "x"),
+            ],
+            &["waitingQuery", "needs `prometheusAddress`"],
+        ),
+        (
+            &[
+                ("vllmTargets", "http://a:1"),
+                ("targetBacklogPerReplica", "1"),
+                ("engine", "triton"),
+                ("runningPerReplica", "8"),
+            ],
+            &["runningPerReplica", "triton"],
+        ),
+        (
+            &[
+                ("vllmTargets", "http://a:1"),
+                ("targetBacklogPerReplica", "1"),
+                ("engine", "tgi"),
+                ("ttftSloSeconds", "2"),
+            ],
+            &["ttftSloSeconds", "TTFT histogram"],
+        ),
+        (
+            &[
+                ("vllmTargets", "http://a:1"),
+                ("targetBacklogPerReplica", "1"),
+                ("engine", "tgi"),
+                ("modelName", "x"),
+            ],
+            &["modelName", "no model label"],
+        ),
+        (
+            &[
+                ("vllmTargets", "http://a:1"),
+                ("targetBacklogPerReplica", "1"),
+                ("engine", "llamacpp"),
+            ],
+            &["engine", "`llamacpp`", "sglang"],
+        ),
+        (
+            &[
+                ("vllmTargets", "http://a:1"),
+                ("targetBacklogPerReplica", "1"),
+                ("dcgmTargets", "http://d:9400"),
+            ],
+            &["dcgmTargets", "podSelectorRegex"],
+        ),
+        (
+            &[
+                ("vllmTargets", "http://a:1"),
+                ("targetBacklogPerReplica", "1"),
+                ("gpuBusyPercent", "80"),
+            ],
+            &["gpuBusyPercent", "needs a GPU signal"],
+        ),
+        (
+            &[
+                ("vllmTargets", "http://a:1"),
+                ("targetBacklogPerReplica", "1"),
+                ("ttftWindowSeconds", "30"),
+            ],
+            &["ttftWindowSeconds", "without `ttftSloSeconds`"],
+        ),
+        (
+            &[
+                ("vllmTargets", "http://a:1"),
+                ("targetBacklogPerReplica", "1"),
+                ("kvCacheTarget", "80"),
+            ],
+            &["kvCacheTarget", "`80`", "(0, 1]"],
+        ),
+        (
+            &[
+                ("vllmTargets", "http://a:1"),
+                ("targetBacklogPerReplica", "1"),
+                ("ttftSloSeconds", "2"),
+                ("ttftQuantile", "95"),
+            ],
+            &["ttftQuantile", "between 0 and 1"],
+        ),
+        (
+            &[
+                ("vllmTargets", "http://a:1"),
+                ("targetBacklogPerReplica", "1"),
+                ("dcgmTargets", "http://d:9400"),
+                ("podSelectorRegex", "("),
+            ],
+            &["podSelectorRegex", "regular expression"],
+        ),
+        (
+            &[
+                ("prometheusAddress", "http:///x"),
+                ("targetBacklogPerReplica", "1"),
+            ],
+            &["prometheusAddress", "http:///x"],
+        ),
+        (
+            &[
+                ("prometheusAddress", "http://p:9090"),
+                ("serverAddress", "http://p:9090"),
+                ("targetBacklogPerReplica", "1"),
+            ],
+            &["serverAddress", "alias"],
+        ),
+        (
+            &[
+                ("vllmTargets", "http://a:1"),
+                ("prometheusAddress", "http://p:9090"),
+                ("targetBacklogPerReplica", "1"),
+            ],
+            &["vllmTargets", "set one"],
+        ),
+        (
+            &[
+                ("prometheusAddress", "http://p:9090"),
+                ("targetBacklogPerReplica", "1"),
+                ("engine", "tgi"),
+                ("ttftSloSeconds", "2"),
+            ],
+            &["ttftQuery", "no default"],
+        ),
+        (
+            &[
+                ("vllmTargets", "http://a:1"),
+                ("targetBacklogPerReplica", "1"),
+                ("dcgmTargets", "http://d:9400"),
+                ("podSelectorRegex", "x"),
+                ("gpuIdlePercent", "95"),
+            ],
+            &["gpuIdlePercent", "below `gpuBusyPercent`"],
+        ),
     ];
     for (md, needles) in cases {
         let text = error_text(md);
@@ -277,4 +439,3 @@ fn vllm_targets_with_prometheus_for_the_gpu_only_is_allowed() {
     assert!(matches!(spec.engine, EngineInput::Scrape(_)));
     assert!(matches!(spec.gpu, Some(GpuInput::Prometheus(_))));
 }
-

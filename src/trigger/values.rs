@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::keys;
 use super::MetadataError;
+use super::keys;
 use crate::source::ScrapeTarget;
 
 /// The metadata map with `xFromEnv` keys folded onto `x`, remembering the
@@ -17,7 +17,11 @@ pub struct Metadata<'a> {
 
 impl<'a> Metadata<'a> {
     /// Fold `metadata`, reporting keys that are neither ours, KEDA's nor in `extra_keys`.
-    pub fn fold<I>(metadata: I, extra_keys: &[&'static str], errors: &mut Vec<MetadataError>) -> Metadata<'a>
+    pub fn fold<I>(
+        metadata: I,
+        extra_keys: &[&'static str],
+        errors: &mut Vec<MetadataError>,
+    ) -> Metadata<'a>
     where
         I: IntoIterator<Item = (&'a str, &'a str)>,
     {
@@ -66,11 +70,12 @@ fn nearest_key(key: &str, extra_keys: &[&'static str]) -> Option<&'static str> {
         .map(|k| {
             let valid = k.to_ascii_lowercase();
             // A truncated key (`targetBacklog`) is as likely as a typo.
-            let distance = if lower.len() >= 4 && (valid.starts_with(&lower) || lower.starts_with(&valid)) {
-                1
-            } else {
-                strsim::damerau_levenshtein(&lower, &valid)
-            };
+            let distance =
+                if lower.len() >= 4 && (valid.starts_with(&lower) || lower.starts_with(&valid)) {
+                    1
+                } else {
+                    strsim::damerau_levenshtein(&lower, &valid)
+                };
             (*k, distance)
         })
         .filter(|(k, distance)| *distance <= (k.len() / 3).max(2))
@@ -106,23 +111,50 @@ pub fn number(
 }
 
 /// A required number > 0.
-pub fn required_positive(md: &Metadata<'_>, key: &'static str, errors: &mut Vec<MetadataError>) -> Option<f64> {
+pub fn required_positive(
+    md: &Metadata<'_>,
+    key: &'static str,
+    errors: &mut Vec<MetadataError>,
+) -> Option<f64> {
     const ALLOWED: &str = "a number greater than 0, e.g. `10`";
     if md.get(key).is_none() {
-        errors.push(MetadataError::Missing { key, allowed: ALLOWED });
+        errors.push(MetadataError::Missing {
+            key,
+            allowed: ALLOWED,
+        });
         return None;
     }
     number(md, key, |v| v > 0.0, ALLOWED, errors)
 }
 
 /// An optional number > 0.
-pub fn optional_positive(md: &Metadata<'_>, key: &'static str, errors: &mut Vec<MetadataError>) -> Option<f64> {
-    number(md, key, |v| v > 0.0, "a number greater than 0, e.g. `32`", errors)
+pub fn optional_positive(
+    md: &Metadata<'_>,
+    key: &'static str,
+    errors: &mut Vec<MetadataError>,
+) -> Option<f64> {
+    number(
+        md,
+        key,
+        |v| v > 0.0,
+        "a number greater than 0, e.g. `32`",
+        errors,
+    )
 }
 
 /// An optional number ≥ 0.
-pub fn optional_non_negative(md: &Metadata<'_>, key: &'static str, errors: &mut Vec<MetadataError>) -> Option<f64> {
-    number(md, key, |v| v >= 0.0, "a number ≥ 0, e.g. `0` or `2.5`", errors)
+pub fn optional_non_negative(
+    md: &Metadata<'_>,
+    key: &'static str,
+    errors: &mut Vec<MetadataError>,
+) -> Option<f64> {
+    number(
+        md,
+        key,
+        |v| v >= 0.0,
+        "a number ≥ 0, e.g. `0` or `2.5`",
+        errors,
+    )
 }
 
 /// An optional whole number of seconds in `min..=max`.
@@ -137,7 +169,11 @@ pub fn whole_seconds(
     match raw.parse::<u64>() {
         Ok(v) if (min..=max).contains(&v) => Some(Duration::from_secs(v)),
         _ => {
-            errors.push(invalid(sent_key, raw, format!("a whole number of seconds from {min} to {max}")));
+            errors.push(invalid(
+                sent_key,
+                raw,
+                format!("a whole number of seconds from {min} to {max}"),
+            ));
             None
         }
     }
@@ -145,7 +181,11 @@ pub fn whole_seconds(
 
 /// A comma-separated list of scrape targets; `None` (with an error) when
 /// present but invalid or empty.
-pub fn targets(md: &Metadata<'_>, key: &'static str, errors: &mut Vec<MetadataError>) -> Option<Vec<ScrapeTarget>> {
+pub fn targets(
+    md: &Metadata<'_>,
+    key: &'static str,
+    errors: &mut Vec<MetadataError>,
+) -> Option<Vec<ScrapeTarget>> {
     let (sent_key, raw) = md.get(key)?;
     let mut targets = Vec::new();
     for entry in raw.split(',').map(str::trim).filter(|e| !e.is_empty()) {
@@ -162,7 +202,11 @@ pub fn targets(md: &Metadata<'_>, key: &'static str, errors: &mut Vec<MetadataEr
         }
     }
     if targets.is_empty() {
-        errors.push(invalid(sent_key, raw, "at least one http(s):// or dns+http:// URL"));
+        errors.push(invalid(
+            sent_key,
+            raw,
+            "at least one http(s):// or dns+http:// URL",
+        ));
         return None;
     }
     Some(targets)

@@ -153,11 +153,15 @@ fn start_rabbit() -> Rabbit {
     std::fs::write(path.join("rabbitmq-env.conf"), "").expect("env file");
     // Our own epmd, bound to loopback on a free port, in the node's group.
     let mut group = Group::start(
-        Command::new("epmd")
-            .args(["-port", &epmd_port.to_string(), "-address", "127.0.0.1"]),
+        Command::new("epmd").args(["-port", &epmd_port.to_string(), "-address", "127.0.0.1"]),
         &path.join("epmd.log"),
     );
-    wait_for_port(epmd_port, Duration::from_secs(10), "epmd", &path.join("epmd.log"));
+    wait_for_port(
+        epmd_port,
+        Duration::from_secs(10),
+        "epmd",
+        &path.join("epmd.log"),
+    );
     let p = |s: &str| path.join(s).display().to_string();
     group.add(
         Command::new(RABBIT_SERVER)
@@ -171,7 +175,10 @@ fn start_rabbit() -> Rabbit {
             .env("RABBITMQ_MNESIA_BASE", p("mnesia"))
             .env("RABBITMQ_LOG_BASE", p("log"))
             .env("RABBITMQ_LOGS", p("log/rabbit.log"))
-            .env("RABBITMQ_NODENAME", format!("backlog-test-{}@localhost", std::process::id()))
+            .env(
+                "RABBITMQ_NODENAME",
+                format!("backlog-test-{}@localhost", std::process::id()),
+            )
             .env("RABBITMQ_NODE_IP_ADDRESS", "127.0.0.1")
             .env("RABBITMQ_NODE_PORT", amqp_port.to_string())
             .env("RABBITMQ_DIST_PORT", dist_port.to_string())
@@ -243,7 +250,14 @@ impl Moto {
         let log = dir.path().join("moto.log");
         let group = Group::start(
             Command::new("python3")
-                .args(["-m", "moto.server", "-H", "127.0.0.1", "-p", &port.to_string()])
+                .args([
+                    "-m",
+                    "moto.server",
+                    "-H",
+                    "127.0.0.1",
+                    "-p",
+                    &port.to_string(),
+                ])
                 .current_dir(dir.path()),
             &log,
         );
@@ -362,8 +376,14 @@ impl Proxy {
                         };
                         let mut all = all.lock().expect("lock");
                         for (mut from, mut to) in [
-                            (client.try_clone().expect("clone"), upstream.try_clone().expect("clone")),
-                            (upstream.try_clone().expect("clone"), client.try_clone().expect("clone")),
+                            (
+                                client.try_clone().expect("clone"),
+                                upstream.try_clone().expect("clone"),
+                            ),
+                            (
+                                upstream.try_clone().expect("clone"),
+                                client.try_clone().expect("clone"),
+                            ),
                         ] {
                             thread::spawn(move || {
                                 let _ = std::io::copy(&mut from, &mut to);
