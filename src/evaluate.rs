@@ -8,7 +8,8 @@
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
-use crate::fusion::{self, Decision, Signals};
+use crate::capacity::{CapacityState, PodCounters};
+use crate::fusion::{self, Decision, Policy, Signals};
 use crate::latency::{TtftSnapshot, TtftWindow};
 use crate::poller::SignalState;
 use crate::source::{EngineReading, PromQuery, QueryReading, Reading, SourceSpec};
@@ -100,6 +101,23 @@ impl Evaluation {
 #[derive(Debug, Default)]
 pub struct TriggerMemory {
     ttft: TtftWindow,
+    capacity: CapacityState,
+    /// Origin of the capacity policy's clock (its first reading).
+    epoch: Option<Instant>,
+}
+
+/// Decide from one engine reading: the path the server takes for a scraped
+/// trigger, exposed so the simulator runs exactly this code. `spec` must
+/// read its engine signals by scraping (the capacity policy needs per-pod
+/// counters).
+pub fn decide_engine(
+    spec: &TriggerSpec,
+    reading: &EngineReading,
+    at: Instant,
+    memory: &mut TriggerMemory,
+) -> Result<Decision, String> {
+    let signals = engine_signals(spec, reading, at, memory)?;
+    Ok(fusion::fuse(&spec.fusion, &signals))
 }
 
 /// Combine the sources' states into an evaluation.
@@ -268,6 +286,30 @@ fn engine_signals(
     } else {
         None
     };
+    let capacity = match &fusion.policy {
+        Policy::Backlog => None,
+        Policy::Capacity(params) => {
+            let mut pods = Vec::with_capacity(reading.pods.len());
+            for pod in &reading.pods {
+                let Some(finished_total) = pod.finished_total else {
+                    return Err(format!(
+                        "{}: no finished-requests counter ({}), which policy capacity needs",
+                        pod.target,
+                        reading.engine.metrics().finished.join(" / ")
+                    ));
+                };
+                pods.push(PodCounters {
+                    pod: pod.target.clone(),
+                    waiting: pod.waiting,
+                    running: pod.running.unwrap_or(0.0),
+                    finished_total,
+                });
+            }
+            let epoch = *memory.epoch.get_or_insert(at);
+            let t = at.saturating_duration_since(epoch).as_secs_f64();
+            Some(memory.capacity.observe(params, t, &pods, fusion.running_per_replica))
+        }
+    };
     Ok(Signals {
         waiting: reading.waiting(),
         running,
@@ -275,6 +317,7 @@ fn engine_signals(
         ttft_seconds,
         kv_cache_usage,
         gpu_utilization: None,
+        capacity,
     })
 }
 
@@ -349,6 +392,7 @@ fn prometheus_signals(
         ttft_seconds,
         kv_cache_usage,
         gpu_utilization: None,
+        capacity: None,
     })
 }
 

@@ -6,7 +6,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::cache::{Status, TriggerEntry};
-use crate::fusion::{Components, Driver, FusionParams, GpuAction};
+use crate::fusion::{Components, Driver, FusionParams, GpuAction, Policy};
 use crate::source::Reading;
 
 /// `/explain`'s body.
@@ -92,7 +92,31 @@ fn unix(t: SystemTime) -> f64 {
 /// followed by each guard that is configured and what it did.
 pub fn formula(params: &FusionParams, c: &Components, backlog: f64) -> String {
     let t = params.target_per_replica;
-    let mut text = match params.running_per_replica {
+    let mut text = match (params.policy, c.capacity) {
+        (Policy::Capacity(p), Some(e)) => format!(
+            "D = T·((1+headroom)·λ_peak/μ + Σ min(1, W_i/(μ·H))) = {t}·((1+{})·{}/{}{} + {}) = {} (arrivals now {} req/s, smoothed {} req/s)",
+            p.headroom,
+            round3(e.peak_rate),
+            round3(e.drain_rate),
+            if e.drain_rate_learned { " learned" } else { "" },
+            round3(e.pod_backlog_term),
+            round3(c.demand),
+            round3(e.arrival_rate),
+            round3(e.smoothed_rate)
+        ),
+        _ => backlog_formula(params, c),
+    };
+    text.push_str(&guards_text(params, c, backlog));
+    text
+}
+
+fn round3(v: f64) -> f64 {
+    (v * 1000.0).round() / 1000.0
+}
+
+fn backlog_formula(params: &FusionParams, c: &Components) -> String {
+    let t = params.target_per_replica;
+    match params.running_per_replica {
         Some(per_replica) => format!(
             "D = W + T·R/C = {} + {}·{}/{} = {}",
             c.waiting,
@@ -102,7 +126,12 @@ pub fn formula(params: &FusionParams, c: &Components, backlog: f64) -> String {
             c.demand
         ),
         None => format!("D = W = {}", c.demand),
-    };
+    }
+}
+
+fn guards_text(params: &FusionParams, c: &Components, backlog: f64) -> String {
+    let t = params.target_per_replica;
+    let mut text = String::new();
     let n = c.replicas_reporting;
     if let (Some(guard), Some(term)) = (params.latency, c.latency_term) {
         match c.ttft_seconds {

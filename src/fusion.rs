@@ -27,6 +27,19 @@
 
 use serde::Serialize;
 
+pub use crate::capacity::{CapacityEstimate, CapacityParams};
+
+/// How demand `D` is computed (`policy`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase", tag = "name")]
+pub enum Policy {
+    /// `D = W + T·R/C`: work in flight plus work queued.
+    Backlog,
+    /// `D = T·((1+headroom)·λ_peak/μ + Σ min(1, W_i/(μ·H)))`: from the
+    /// arrival rate (see [`crate::capacity`]).
+    Capacity(CapacityParams),
+}
+
 /// The latency guard's parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -63,6 +76,8 @@ pub struct FusionParams {
     pub kv_cache_target: Option<f64>,
     /// The GPU guard, when a GPU signal is configured.
     pub gpu: Option<GpuGuard>,
+    /// How `D` is computed.
+    pub policy: Policy,
 }
 
 impl FusionParams {
@@ -75,6 +90,7 @@ impl FusionParams {
             latency: None,
             kv_cache_target: None,
             gpu: None,
+            policy: Policy::Backlog,
         }
     }
 }
@@ -98,6 +114,8 @@ pub struct Signals {
     pub kv_cache_usage: Option<f64>,
     /// `U`: mean GPU utilisation, percent.
     pub gpu_utilization: Option<f64>,
+    /// The capacity policy's estimate at this reading.
+    pub capacity: Option<CapacityEstimate>,
 }
 
 /// Which term set `B` before the GPU guard.
@@ -132,8 +150,10 @@ pub struct Components {
     pub running: Option<f64>,
     /// `T·R/C`, or `None` when `runningPerReplica` is unset.
     pub running_term: Option<f64>,
-    /// `D = W + T·R/C`.
+    /// `D`: `W + T·R/C` (backlog policy) or the capacity formula.
     pub demand: f64,
+    /// The capacity policy's terms, when that policy is in use.
+    pub capacity: Option<CapacityEstimate>,
     /// `L`, seconds.
     pub ttft_seconds: Option<f64>,
     /// `D_lat`, when the guard is configured (0 when it did not fire).
@@ -178,7 +198,14 @@ pub fn fuse(params: &FusionParams, signals: &Signals) -> Decision {
     let running_term = params
         .running_per_replica
         .map(|c| t * running.unwrap_or(0.0) / c);
-    let demand = waiting + running_term.unwrap_or(0.0);
+    let capacity = match params.policy {
+        Policy::Capacity(_) => signals.capacity,
+        Policy::Backlog => None,
+    };
+    let demand = match capacity {
+        Some(e) => t * (e.rate_term + e.pod_backlog_term),
+        None => waiting + running_term.unwrap_or(0.0),
+    };
     let work_waiting = waiting > 0.0;
 
     let ttft = signals.ttft_seconds.filter(|l| l.is_finite() && *l >= 0.0);
@@ -232,6 +259,7 @@ pub fn fuse(params: &FusionParams, signals: &Signals) -> Decision {
             running,
             running_term,
             demand,
+            capacity,
             ttft_seconds: ttft,
             latency_term,
             kv_cache_usage: kv,
@@ -605,6 +633,48 @@ mod tests {
             assert_eq!(d.backlog, backlog, "{name}");
             assert_eq!(d.components.gpu_action, action, "{name}");
         }
+    }
+
+    #[test]
+    fn capacity_policy_uses_the_estimate_and_guards_still_apply() {
+        let cap = CapacityParams {
+            drain_rate_per_replica: 2.0,
+            arrival_smoothing_seconds: 15.0,
+            peak_hold_seconds: 1200.0,
+            headroom: 0.2,
+            drain_horizon_seconds: 30.0,
+            learn_drain_rate: false,
+        };
+        let p = FusionParams {
+            policy: Policy::Capacity(cap),
+            running_per_replica: Some(32.0),
+            latency: Some(LatencyGuard { slo_seconds: 1.0, tolerance: 0.1 }),
+            ..FusionParams::with_target(10.0)
+        };
+        let estimate = CapacityEstimate {
+            arrival_rate: 6.0,
+            smoothed_rate: 6.0,
+            peak_rate: 6.0,
+            drain_rate: 2.0,
+            drain_rate_learned: false,
+            rate_term: 3.6,
+            pod_backlog_term: 0.5,
+        };
+        let s = Signals {
+            waiting: 30.0,
+            running: Some(64.0),
+            replicas_reporting: 2,
+            capacity: Some(estimate),
+            ..Signals::default()
+        };
+        let d = fuse(&p, &s);
+        // D = T·(3.6 + 0.5) = 41, not W + T·R/C = 50.
+        assert!((d.components.demand - 41.0).abs() < 1e-9, "{d:?}");
+        assert_eq!(d.components.capacity, Some(estimate));
+        // TTFT 3 s with work waiting: D_lat = 10·2·2 = 40 < 41, demand still wins.
+        let d = fuse(&p, &Signals { ttft_seconds: Some(3.0), ..s });
+        assert_eq!(d.components.driver, Driver::Demand);
+        assert_eq!(d.components.latency_term, Some(40.0));
     }
 
     #[test]

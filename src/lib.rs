@@ -14,6 +14,7 @@
 //! | [`source`] | take ONE reading of an upstream (vLLM pod scrape; [`source::prom_text`] parses the exposition text; [`source::outbound`] bounds where sources may connect) |
 //! | [`poller`] | one background task per distinct source: timing, timeouts, retry, last good reading |
 //! | [`fusion`] | the pure formula: signals → [`fusion::Decision`] |
+//! | [`capacity`] | the `capacity` policy's arrival-rate estimator (pure, shared with the simulator) |
 //! | [`cache`] | the latest evaluation per trigger, staleness, cold start, idle drop |
 //! | [`trigger`] | trigger metadata → validated [`trigger::TriggerSpec`] (the metadata reference) |
 //! | [`service`] | the `externalscaler.ExternalScaler` gRPC service (reads the cache only) |
@@ -33,6 +34,7 @@
 
 pub mod admin;
 pub mod cache;
+pub mod capacity;
 pub mod check;
 pub mod cli;
 pub mod config;

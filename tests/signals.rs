@@ -357,3 +357,45 @@ async fn gpu_busy_hold_keeps_a_saturated_fleet_from_shrinking() {
     assert_eq!(t["components"]["gpuAction"], "busyHold", "{t:#}");
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn capacity_policy_reads_arrivals_from_pod_counters() {
+    let pods = pods(&[(0.0, 8.0), (0.0, 8.0)]).await;
+    let server = start_server(ScalerConfig::default()).await;
+    let mut client = client(&server).await;
+    let targets = targets(&pods);
+    let object = object(
+        "capacity",
+        &[
+            ("vllmTargets", &targets),
+            ("modelName", MODEL),
+            ("targetBacklogPerReplica", "10"),
+            ("runningPerReplica", "32"),
+            ("policy", "capacity"),
+            ("drainRatePerReplica", "5"),
+            ("arrivalSmoothingSeconds", "1"),
+            ("pollIntervalSeconds", "1"),
+        ],
+    );
+    client.get_metrics(metrics_request(&object, "")).await.expect("first");
+    // 10 finished per pod per second, gauges flat: 20 req/s arriving.
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(6) {
+        for pod in &pods {
+            pod.update(|s| {
+                for _ in 0..5 {
+                    s.record_request(MODEL, 0.1, 1.0, 10, 10);
+                }
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let t = explain(&server, "capacity").await;
+    let rate = t["components"]["capacity"]["smoothedRate"].as_f64().expect("capacity terms");
+    assert!((14.0..=26.0).contains(&rate), "smoothed arrivals ≈ 20 req/s: {t:#}");
+    let value = t["value"].as_f64().expect("value");
+    // D = T·(1.2·λ_peak/μ + 0) ≈ 10·1.2·20/5 = 48 (λ_peak ≥ λ̂).
+    assert!(value >= 10.0 * 1.2 * rate / 5.0 - 1e-9, "{t:#}");
+    assert!(t["formula"].as_str().is_some_and(|f| f.contains("λ_peak")), "{t:#}");
+    server.shutdown().await;
+}

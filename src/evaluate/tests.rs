@@ -29,6 +29,7 @@ fn pod(waiting: f64, running: f64) -> PodReading {
         running: Some(running),
         kv_cache_usage: Some(0.5),
         ttft: None,
+        finished_total: Some(0.0),
     }
 }
 

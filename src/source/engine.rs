@@ -59,6 +59,9 @@ pub struct EngineMetrics {
     pub ttft: Option<HistogramName>,
     /// Label carrying the served model's name, if any.
     pub model_label: Option<&'static str>,
+    /// Counters of finished requests (all outcomes), summed: `F` of the
+    /// capacity policy.
+    pub finished: &'static [&'static str],
     /// Labels whose series repeat one value per rank (SGLang reports every
     /// scheduler gauge once per tensor- and pipeline-parallel rank): only
     /// rank "0" is read, so TP=4 does not count the queue four times.
@@ -90,6 +93,7 @@ impl Engine {
                     to_seconds: 1.0,
                 }),
                 model_label: Some("model_name"),
+                finished: &["vllm:request_success_total"],
                 rank_labels: &[],
             },
             Engine::Sglang => EngineMetrics {
@@ -101,6 +105,7 @@ impl Engine {
                     to_seconds: 1.0,
                 }),
                 model_label: Some("model_name"),
+                finished: &["sglang:num_requests_total"],
                 rank_labels: &["tp_rank", "pp_rank"],
             },
             Engine::Triton => EngineMetrics {
@@ -112,6 +117,7 @@ impl Engine {
                     to_seconds: 0.001,
                 }),
                 model_label: Some("model"),
+                finished: &["nv_inference_request_success", "nv_inference_request_failure"],
                 rank_labels: &[],
             },
             Engine::Tgi => EngineMetrics {
@@ -120,6 +126,7 @@ impl Engine {
                 kv_cache: &[],
                 ttft: None,
                 model_label: None,
+                finished: &["tgi_request_success", "tgi_request_failure"],
                 rank_labels: &[],
             },
         }
@@ -202,6 +209,9 @@ pub struct PodReading {
     /// TTFT histogram, if the engine has one and it has series.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ttft: Option<Buckets>,
+    /// Finished requests since the pod started (all outcomes), if exposed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finished_total: Option<f64>,
 }
 
 /// One reading of every pod.
@@ -280,6 +290,7 @@ impl EngineSource {
         let ttft_bucket = names.ttft.map(|h| format!("{}_bucket", h.family));
         let mut waiting = Gauge::default();
         let mut running = Gauge::default();
+        let mut finished = Gauge::default();
         let mut kv = Gauge::default();
         let mut kv_name_used: Option<&'static str> = None;
         let mut ttft: BTreeMap<OrderedBound, f64> = BTreeMap::new();
@@ -306,6 +317,7 @@ impl EngineSource {
                 match family {
                     Family::Waiting => waiting.add(sample.value),
                     Family::Running => running.add(sample.value),
+                    Family::Finished => finished.add(sample.value),
                     Family::Kv(name) => {
                         // Prefer the newest name; ignore the deprecated one
                         // when both are exposed during a migration.
@@ -378,6 +390,8 @@ impl EngineSource {
             Some(name) => running.total(name).map_err(parse_error)?,
             None => None,
         };
+        let finished_total = finished.total(names.finished.first().copied().unwrap_or("finished"))
+            .map_err(parse_error)?;
         let kv_cache_usage = match kv_name_used {
             Some(name) => kv.mean(name).map_err(parse_error)?,
             None => None,
@@ -395,6 +409,7 @@ impl EngineSource {
                 running,
                 kv_cache_usage,
                 ttft,
+                finished_total,
             },
             stats.malformed_lines,
         ))
@@ -453,6 +468,7 @@ pub async fn scrape_all(
 enum Family {
     Waiting,
     Running,
+    Finished,
     Kv(&'static str),
     TtftBucket,
 }
@@ -467,6 +483,9 @@ fn match_family(names: &EngineMetrics, ttft_bucket: Option<&str>, name: &str) ->
     }
     if names.running.is_some_and(is) {
         return Some(Family::Running);
+    }
+    if names.finished.iter().any(|n| is(n)) {
+        return Some(Family::Finished);
     }
     if let Some(kv) = names.kv_cache.iter().find(|n| is(n)) {
         return Some(Family::Kv(kv));

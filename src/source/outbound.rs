@@ -343,6 +343,7 @@ struct Allow {
 }
 
 const SEE_CONFIG: &str = "see `outbound.allow` in the scaler's --config";
+const EMPTY_LIST: &str = "the outbound allowlist is empty, so every target is refused";
 
 impl OutboundPolicy {
     /// Compile a policy. `allow: None` means no allowlist; `Some(&[])` refuses
@@ -416,11 +417,13 @@ impl OutboundPolicy {
         if allow.hosts.iter().any(|p| p.matches(host)) {
             return Ok(());
         }
-        let rule = if allow.hosts.is_empty() && !allow.networks.is_empty() {
-            // Names pass; their addresses decide at connect time.
+        if allow.hosts.is_empty() && !allow.networks.is_empty() {
+            // No host pattern at all: names pass; their addresses decide at
+            // connect time.
             return Ok(());
-        } else if allow.hosts.is_empty() {
-            "the outbound allowlist is empty, so every target is refused".to_owned()
+        }
+        let rule = if allow.hosts.is_empty() {
+            EMPTY_LIST.to_owned()
         } else {
             format!("no host pattern in the outbound allowlist matches it ({SEE_CONFIG})")
         };
@@ -482,7 +485,7 @@ impl OutboundPolicy {
         Err(OutboundDenied {
             target,
             rule: if allow.networks.is_empty() {
-                "the outbound allowlist is empty, so every target is refused".to_owned()
+                EMPTY_LIST.to_owned()
             } else {
                 format!("no CIDR in the outbound allowlist contains this address ({SEE_CONFIG})")
             },

@@ -66,6 +66,30 @@ pub const RUNNING_PER_REPLICA: &str = "runningPerReplica";
 /// strictly, as KEDA's own activation thresholds. A number ≥ 0. Default 0.
 pub const ACTIVATION_BACKLOG: &str = "activationBacklog";
 
+// --- Policy ------------------------------------------------------------------
+
+/// How demand `D` is computed: `backlog` (default: `W + T·R/C`) or
+/// `capacity` (from the arrival rate with a peak hold; needs
+/// `drainRatePerReplica` and `vllmTargets`, see `capacity` in the README).
+pub const POLICY: &str = "policy";
+/// `μ`: requests per second one replica finishes at a full batch (from a
+/// load test). Required by `policy: capacity`. A number > 0.
+pub const DRAIN_RATE_PER_REPLICA: &str = "drainRatePerReplica";
+/// Time constant of the arrival-rate EWMA, seconds. Default 15.
+pub const ARRIVAL_SMOOTHING_SECONDS: &str = "arrivalSmoothingSeconds";
+/// How long the peak arrival rate is held, seconds. Default 1200 (20
+/// minutes, the best in the project's simulations).
+pub const PEAK_HOLD_SECONDS: &str = "peakHoldSeconds";
+/// Spare capacity on top of the peak rate, as a fraction. Default 0.2.
+pub const HEADROOM: &str = "headroom";
+/// A pod's queue should drain within this many seconds; each pod's queue
+/// adds at most one replica. Default 30.
+pub const DRAIN_HORIZON_SECONDS: &str = "drainHorizonSeconds";
+/// Learn `μ` online from pods that stayed saturated across a poll, bounded
+/// to ±50 % of `drainRatePerReplica` (shown in `/explain`). `true` or
+/// `false`. Default false.
+pub const LEARN_DRAIN_RATE: &str = "learnDrainRate";
+
 // --- Latency guard ---------------------------------------------------------------
 
 /// `S`: the TTFT SLO in seconds. When set, the latency guard
@@ -148,6 +172,13 @@ pub const OURS: &[&str] = &[
     TARGET_BACKLOG_PER_REPLICA,
     RUNNING_PER_REPLICA,
     ACTIVATION_BACKLOG,
+    POLICY,
+    DRAIN_RATE_PER_REPLICA,
+    ARRIVAL_SMOOTHING_SECONDS,
+    PEAK_HOLD_SECONDS,
+    HEADROOM,
+    DRAIN_HORIZON_SECONDS,
+    LEARN_DRAIN_RATE,
     TTFT_SLO_SECONDS,
     TTFT_TOLERANCE,
     TTFT_WINDOW_SECONDS,

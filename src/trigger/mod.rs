@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use reqwest::Url;
 
-use crate::fusion::{FusionParams, GpuGuard, LatencyGuard};
+use crate::capacity::CapacityParams;
+use crate::fusion::{FusionParams, GpuGuard, LatencyGuard, Policy};
 use crate::source::dcgm::PodSelector;
 use crate::source::prometheus::DefaultQueries;
 use crate::source::{DcgmSource, Engine, EngineSource, PromQuery, SourceSpec};
@@ -234,6 +235,13 @@ impl TriggerSpec {
             kv_cache: kv_cache_target.is_some(),
         };
 
+        let policy = policy(&md, &mut errors);
+        if matches!(policy, Policy::Capacity(_)) && !md.has(keys::VLLM_TARGETS) {
+            errors.push(conflict(
+                keys::POLICY,
+                "`capacity` needs per-pod counters: set `vllmTargets` (the PromQL path gives sums only)",
+            ));
+        }
         let prometheus = prometheus_address(&md, &mut errors);
         let engine_input = engine_input(
             &md,
@@ -257,6 +265,7 @@ impl TriggerSpec {
                     latency,
                     kv_cache_target,
                     gpu: gpu_guard,
+                    policy,
                 },
                 engine,
                 gpu,
@@ -311,6 +320,57 @@ struct Needs {
     running: bool,
     ttft: bool,
     kv_cache: bool,
+}
+
+fn policy(md: &Metadata<'_>, errors: &mut Vec<MetadataError>) -> Policy {
+    let capacity_keys = [
+        keys::DRAIN_RATE_PER_REPLICA,
+        keys::ARRIVAL_SMOOTHING_SECONDS,
+        keys::PEAK_HOLD_SECONDS,
+        keys::HEADROOM,
+        keys::DRAIN_HORIZON_SECONDS,
+        keys::LEARN_DRAIN_RATE,
+    ];
+    let capacity = match md.get(keys::POLICY) {
+        None => false,
+        Some((_, raw)) if raw.eq_ignore_ascii_case("backlog") => false,
+        Some((_, raw)) if raw.eq_ignore_ascii_case("capacity") => true,
+        Some((sent, raw)) => {
+            errors.push(invalid(sent, raw, "`backlog` or `capacity`"));
+            return Policy::Backlog;
+        }
+    };
+    if !capacity {
+        for key in capacity_keys {
+            if md.has(key) {
+                errors.push(conflict(key, "only applies to `policy: capacity`"));
+            }
+        }
+        return Policy::Backlog;
+    }
+    let seconds = |key: &'static str, default: f64, errors: &mut Vec<MetadataError>| {
+        number(md, key, |v| v > 0.0 && v <= 86_400.0, "a number of seconds in (0, 86400]", errors).unwrap_or(default)
+    };
+    let learn = match md.get(keys::LEARN_DRAIN_RATE) {
+        None => false,
+        Some((_, raw)) if raw.eq_ignore_ascii_case("true") => true,
+        Some((_, raw)) if raw.eq_ignore_ascii_case("false") => false,
+        Some((sent, raw)) => {
+            errors.push(invalid(sent, raw, "`true` or `false`"));
+            false
+        }
+    };
+    let drain = required_positive(md, keys::DRAIN_RATE_PER_REPLICA, errors);
+    let params = CapacityParams {
+        drain_rate_per_replica: drain.unwrap_or(1.0),
+        arrival_smoothing_seconds: seconds(keys::ARRIVAL_SMOOTHING_SECONDS, 15.0, errors),
+        peak_hold_seconds: seconds(keys::PEAK_HOLD_SECONDS, 1200.0, errors),
+        headroom: number(md, keys::HEADROOM, |v| (0.0..=10.0).contains(&v), "a fraction from 0 to 10, e.g. `0.2`", errors)
+            .unwrap_or(0.2),
+        drain_horizon_seconds: seconds(keys::DRAIN_HORIZON_SECONDS, 30.0, errors),
+        learn_drain_rate: learn,
+    };
+    Policy::Capacity(params)
 }
 
 fn latency_guard(md: &Metadata<'_>, errors: &mut Vec<MetadataError>) -> Option<LatencyGuard> {

@@ -54,7 +54,8 @@ impl Group {
         let pgid = child.id();
         let mut watchdog = Command::new("sh")
             .arg("-c")
-            .arg("read _ ; kill -KILL -- -\"$1\" 2>/dev/null")
+            // dash's `kill` builtin takes no `--`: `-PGID` after the signal.
+            .arg("read _ ; kill -KILL -\"$1\" 2>/dev/null")
             .arg("sh")
             .arg(pgid.to_string())
             .stdin(Stdio::piped())
