@@ -30,7 +30,12 @@ pub struct ScalerService {
     cache: Arc<DecisionCache>,
     telemetry: Arc<Telemetry>,
     shutdown: CancellationToken,
+    refusals_logged: Arc<std::sync::Mutex<std::collections::HashMap<String, Instant>>>,
 }
+
+/// A refused target is logged once per message in this interval: KEDA
+/// repeats the refused calls on every poll.
+const REFUSAL_LOG_INTERVAL: std::time::Duration = std::time::Duration::from_secs(600);
 
 impl ScalerService {
     /// A service answering from `cache`; open streams end (with OK) when
@@ -44,6 +49,7 @@ impl ScalerService {
             cache,
             telemetry,
             shutdown,
+            refusals_logged: Arc::default(),
         }
     }
 
@@ -100,13 +106,25 @@ impl ScalerService {
                 // A ScaledObject pointing the scaler somewhere it may not go
                 // is worth an operator's attention; the message names the
                 // targets and rules (metadata carries no credentials).
-                tonic::Code::PermissionDenied => {
+                tonic::Code::PermissionDenied if self.first_refusal(status.message()) => {
                     tracing::warn!(method, error = status.message(), "refused outbound target");
                 }
                 _ => {}
             }
         }
         result
+    }
+
+    /// True when `message` was not logged within [`REFUSAL_LOG_INTERVAL`].
+    fn first_refusal(&self, message: &str) -> bool {
+        let now = Instant::now();
+        let mut logged = self.refusals_logged.lock().unwrap_or_else(|e| e.into_inner());
+        logged.retain(|_, at| now.duration_since(*at) < REFUSAL_LOG_INTERVAL);
+        if logged.contains_key(message) {
+            return false;
+        }
+        logged.insert(message.to_owned(), now);
+        true
     }
 
     async fn get_metric_spec_inner(

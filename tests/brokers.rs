@@ -789,19 +789,30 @@ kafka-sasl:
 
     let logged = String::from_utf8_lossy(&logs().lock().expect("lock")).into_owned();
     assert!(!logged.is_empty(), "the capture subscriber is installed");
+    assert_eq!(base64(b"guest:guest"), "Z3Vlc3Q6Z3Vlc3Q=");
     for secret in [PASSWORD, WRONG, KAFKA_PASSWORD] {
         // As text, as a Debug byte list (lapin prints the SASL PLAIN
         // response that way), and inside an HTTP basic-auth header.
         let renderings = [
             secret.to_owned(),
-            secret.bytes().map(|b| b.to_string()).collect::<Vec<_>>().join(", "),
+            secret
+                .bytes()
+                .map(|b| b.to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
             base64(format!("{user}:{secret}").as_bytes()),
         ];
         for rendering in &renderings {
             for text in &texts {
-                assert!(!text.contains(rendering), "{secret} leaked as {rendering:?} in: {text}");
+                assert!(
+                    !text.contains(rendering),
+                    "{secret} leaked as {rendering:?} in: {text}"
+                );
             }
-            assert!(!logged.contains(rendering), "{secret} leaked in the logs as {rendering:?}");
+            assert!(
+                !logged.contains(rendering),
+                "{secret} leaked in the logs as {rendering:?}"
+            );
         }
     }
     // The errors say what went wrong without it.
@@ -818,7 +829,10 @@ fn base64(bytes: &[u8]) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::new();
     for chunk in bytes.chunks(3) {
-        let n = chunk.iter().enumerate().fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
         for i in 0..4 {
             if i <= chunk.len() {
                 out.push(char::from(ALPHABET[(n >> (18 - 6 * i)) as usize & 63]));

@@ -115,7 +115,7 @@ impl DcgmSource {
 
     /// Scrape every exporter and select the workload's GPUs.
     pub async fn read(&self, ctx: &SourceContext) -> Result<GpuReading, SourceError> {
-        let urls = resolve_all(&self.targets).await?;
+        let urls = resolve_all(&self.targets, ctx).await?;
         let bodies = scrape_all(ctx, urls, &self.label()).await?;
         let mut gpus = Vec::new();
         let mut malformed_lines = 0;

@@ -268,7 +268,7 @@ impl EngineSource {
 
     /// Resolve targets, scrape all pods concurrently, parse each.
     pub async fn read(&self, ctx: &SourceContext) -> Result<EngineReading, SourceError> {
-        let urls = resolve_all(&self.targets).await?;
+        let urls = resolve_all(&self.targets, ctx).await?;
         let bodies = scrape_all(ctx, urls, &self.label()).await?;
         let mut pods = Vec::with_capacity(bodies.len());
         let mut malformed_lines = 0;
@@ -416,11 +416,13 @@ impl EngineSource {
     }
 }
 
-/// Resolve every target to the URLs to scrape now, deduplicated.
-pub async fn resolve_all(targets: &[ScrapeTarget]) -> Result<Vec<Url>, SourceError> {
+/// Resolve every target to the URLs to scrape now, deduplicated. `dns+`
+/// addresses are checked against the outbound allowlist here, so a refusal
+/// names the DNS name it came from.
+pub async fn resolve_all(targets: &[ScrapeTarget], ctx: &SourceContext) -> Result<Vec<Url>, SourceError> {
     let mut urls: Vec<Url> = Vec::new();
     for target in targets {
-        urls.extend(target.resolve().await?);
+        urls.extend(target.resolve_checked(&ctx.outbound).await?);
     }
     urls.sort();
     urls.dedup();
