@@ -24,7 +24,8 @@ pub use crate::evaluate::{Evaluation, SignalReport, Status, Unavailable};
 use crate::evaluate::{TriggerMemory, evaluate};
 use crate::fusion::Decision;
 use crate::poller::{Poller, PollerKey, PollerRegistry};
-use crate::source::OutboundDenied;
+use crate::source::credentials::{ProfileError, Section};
+use crate::source::{OutboundDenied, SourceSpec};
 use crate::telemetry::{Telemetry, TriggerLabels};
 use crate::trigger::{MetadataErrors, TriggerSpec};
 
@@ -56,6 +57,12 @@ pub enum RegisterError {
     /// The metadata names targets the outbound allowlist refuses (never empty).
     #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
     Denied(Vec<OutboundDenied>),
+    /// The trigger's namespace may not use the `authProfile` it names.
+    #[error("{0}")]
+    ProfileDenied(ProfileError),
+    /// The `authProfile` does not exist or lacks the section the source needs.
+    #[error("{0}")]
+    Profile(ProfileError),
 }
 
 /// What makes two triggers the same: the ScaledObject and its exact metadata.
@@ -206,6 +213,7 @@ impl DecisionCache {
         if !denied.is_empty() {
             return Err(RegisterError::Denied(denied));
         }
+        self.authorize(&spec, &key.namespace)?;
         let mut triggers = self.triggers.write().unwrap_or_else(|e| e.into_inner());
         // Another call may have registered it while we parsed.
         if let Some(entry) = triggers.get(&key) {
@@ -263,6 +271,30 @@ impl DecisionCache {
         };
         entry.touch();
         entry
+    }
+
+    /// Check the trigger may use the credential profiles it names.
+    fn authorize(&self, spec: &TriggerSpec, namespace: &str) -> Result<(), RegisterError> {
+        let profiles = self.pollers.context().profiles();
+        let classify = |e: ProfileError| {
+            if e.is_permission_denied() {
+                RegisterError::ProfileDenied(e)
+            } else {
+                RegisterError::Profile(e)
+            }
+        };
+        if let Some(broker) = &spec.broker {
+            broker.source.authorize(profiles, namespace).map_err(classify)?;
+        }
+        let prometheus_profiles = spec.sources().into_iter().filter_map(|s| match s {
+            SourceSpec::Prometheus(q) => q.auth_profile,
+            _ => None,
+        });
+        for name in prometheus_profiles {
+            let profile = profiles.resolve(&name, namespace).map_err(classify)?;
+            profile.require(&name, Section::Prometheus).map_err(classify)?;
+        }
+        Ok(())
     }
 
     /// Every tracked trigger.

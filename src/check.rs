@@ -17,7 +17,7 @@ use crate::config::ScalerConfig;
 use crate::evaluate::{SignalReport, TriggerMemory, evaluate};
 use crate::explain::formula;
 use crate::poller::{SignalState, Timed};
-use crate::source::{HttpScraper, Reading, SourceContext, SourceError};
+use crate::source::{HttpScraper, Reading, SourceContext, SourceError, SourceMemory};
 use crate::trigger::TriggerSpec;
 
 /// How long one probe may take.
@@ -157,7 +157,7 @@ pub async fn check_trigger(found: &FoundTrigger, ctx: &SourceContext) -> Result<
     let mut failed = false;
     for source in spec.sources() {
         let started = Instant::now();
-        let result = match tokio::time::timeout(PROBE_TIMEOUT, source.read(ctx)).await {
+        let result = match tokio::time::timeout(PROBE_TIMEOUT, source.read(ctx, &mut SourceMemory::default())).await {
             Ok(result) => result,
             Err(_) => Err(SourceError::Timeout(PROBE_TIMEOUT)),
         };
@@ -262,6 +262,16 @@ fn describe(out: &mut String, reading: &Reading) {
                 let _ = writeln!(out, "    no GPU matched the pod selector");
             }
         }
+        Reading::Broker(reading) => {
+            let _ = write!(out, "    backlog {} messages", reading.messages);
+            for (part, value) in &reading.breakdown {
+                let _ = write!(out, " {part}={value}");
+            }
+            if let Some(p) = reading.partitions {
+                let _ = write!(out, " partitions={p}");
+            }
+            let _ = writeln!(out);
+        }
         Reading::Query(reading) => {
             for series in &reading.series {
                 let _ = writeln!(out, "    {} {}", series.labels, series.value);
@@ -311,7 +321,13 @@ pub async fn run(path: &Path, config: &ScalerConfig) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let ctx = SourceContext::new(http);
+    let ctx = match config.source_context(http) {
+        Ok(ctx) => ctx,
+        Err(e) => {
+            eprintln!("backlog-scaler: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let mut ok = true;
     for trigger in &triggers {
         match check_trigger(trigger, &ctx).await {

@@ -1,4 +1,4 @@
-//! Command line: `serve`, `check`, `explain`, `demo`.
+//! Command line: `serve`, `check`, `explain`, `demo`, `simulate`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -110,6 +110,14 @@ pub enum Command {
         #[arg(long)]
         duration: Option<u64>,
     },
+    /// Simulate a Deployment under KEDA and the HPA for each policy and
+    /// traffic scenario, through the server's own decision code; print a
+    /// comparison table and write CSV and an SVG chart.
+    Simulate {
+        /// The simulation's flags.
+        #[command(flatten)]
+        args: crate::sim::SimulateArgs,
+    },
 }
 
 /// Entry point of the binary.
@@ -185,6 +193,12 @@ async fn run(command: Command) -> ExitCode {
                 duration.map(Duration::from_secs),
             )
             .await
+        }
+        Command::Simulate { args } => {
+            // CPU-bound and threaded on its own: off the async workers.
+            tokio::task::spawn_blocking(move || crate::sim::run_cli(args))
+                .await
+                .unwrap_or(ExitCode::FAILURE)
         }
     }
 }
@@ -302,8 +316,15 @@ async fn explain(admin_url: &str, namespace: Option<String>, name: Option<String
 
 /// Install the global tracing subscriber.
 pub fn init_logging(level: &str, format: LogFormat) -> Result<(), String> {
-    let filter = tracing_subscriber::EnvFilter::try_new(level)
+    let mut filter = tracing_subscriber::EnvFilter::try_new(level)
         .map_err(|e| format!("invalid --log-level `{level}`: {e}"))?;
+    // Whatever level is asked for: some client libraries log credentials at
+    // their most verbose level (lapin traces the AMQP login frame).
+    for cap in crate::source::broker::LOG_FILTER_CAPS {
+        if let Ok(directive) = cap.parse() {
+            filter = filter.add_directive(directive);
+        }
+    }
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

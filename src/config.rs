@@ -43,6 +43,13 @@ pub struct ScalerConfig {
     /// [`OutboundConfig`] for the rules.
     #[serde(default)]
     pub outbound: OutboundConfig,
+    /// Named credential profiles, referenced by `authProfile` in trigger
+    /// metadata: `aws`, `kafka`, `rabbitmq` and `prometheus` sections, each
+    /// secret as `{value: …}`, `{env: VAR}` or `{file: /path}` (a mounted
+    /// Secret), and an optional `namespaces` list of who may use it. See
+    /// [`crate::source::credentials`]. Default: none.
+    #[serde(default)]
+    pub profiles: crate::source::credentials::Profiles,
 }
 
 const fn default_cold_start_budget_millis() -> u64 {
@@ -62,6 +69,7 @@ impl Default for ScalerConfig {
             idle_timeout_seconds: default_idle_timeout_seconds(),
             max_response_bytes: default_max_response_bytes(),
             outbound: OutboundConfig::default(),
+            profiles: crate::source::credentials::Profiles::default(),
         }
     }
 }
@@ -123,7 +131,26 @@ impl ScalerConfig {
             ));
         }
         config.outbound.policy()?;
+        config.profiles.validate().map_err(|e| e.to_string())?;
         Ok(config)
+    }
+
+    /// The sources' shared context: HTTP client, outbound policy, broker
+    /// clients, and every profile's secrets read once now (a missing
+    /// environment variable or file fails here, at start-up, not at the
+    /// first poll).
+    pub fn source_context(
+        &self,
+        http: crate::source::HttpScraper,
+    ) -> Result<crate::source::SourceContext, String> {
+        self.profiles.check_secrets().map_err(|e| e.to_string())?;
+        let prometheus_auth = self.profiles.prometheus_auth().map_err(|e| e.to_string())?;
+        crate::source::SourceContext::with_profiles(
+            http,
+            std::sync::Arc::new(self.profiles.clone()),
+            prometheus_auth,
+        )
+        .map_err(|e| e.to_string())
     }
 
     /// The cache settings this config implies.

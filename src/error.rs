@@ -32,6 +32,26 @@ pub enum ScalerError {
         /// Each refused target with its rule (never empty).
         denied: Vec<OutboundDenied>,
     },
+    /// The trigger's namespace may not use the credential profile it names.
+    #[error("trigger {namespace}/{name} is refused: {reason}")]
+    ProfileDenied {
+        /// ScaledObject namespace.
+        namespace: String,
+        /// ScaledObject name.
+        name: String,
+        /// The profile and who may use it.
+        reason: String,
+    },
+    /// The credential profile named in metadata cannot serve the trigger.
+    #[error("trigger {namespace}/{name}: {reason}")]
+    BadProfile {
+        /// ScaledObject namespace.
+        namespace: String,
+        /// ScaledObject name.
+        name: String,
+        /// What is wrong with the profile reference.
+        reason: String,
+    },
     /// GetMetrics asked for a metric this trigger does not serve.
     #[error(
         "metric `{requested}` is not served by this trigger; GetMetricSpec returned `{served}`"
@@ -61,7 +81,8 @@ impl From<ScalerError> for Status {
         let code = match &error {
             ScalerError::MissingRef => Code::InvalidArgument,
             ScalerError::InvalidMetadata { .. } => Code::InvalidArgument,
-            ScalerError::PermissionDenied { .. } => Code::PermissionDenied,
+            ScalerError::PermissionDenied { .. } | ScalerError::ProfileDenied { .. } => Code::PermissionDenied,
+            ScalerError::BadProfile { .. } => Code::InvalidArgument,
             ScalerError::UnknownMetric { .. } => Code::NotFound,
             ScalerError::Unavailable { .. } => Code::Unavailable,
         };

@@ -205,16 +205,41 @@ fn assemble(
     fresh: &Fresh<'_>,
     memory: &mut TriggerMemory,
 ) -> Result<Signals, String> {
+    let broker_backlog = match &spec.broker {
+        None => None,
+        Some(broker) => {
+            let key = SourceSpec::Broker(broker.source.clone());
+            let Some((Reading::Broker(reading), _)) = lookup(fresh, &key) else {
+                return Err(format!("{}: no reading", broker.source.label()));
+            };
+            let weighted = broker.message_weight * reading.messages.max(0.0);
+            // Kafka without allowIdleConsumers: a consumer per partition at
+            // most, so w·Q never asks for more than T × partitions (KEDA's
+            // kafka scaler caps the same way).
+            Some(match reading.partitions {
+                Some(partitions) => weighted.min(spec.fusion.target_per_replica * partitions as f64),
+                None => weighted,
+            })
+        }
+    };
     let mut signals = match &spec.engine {
-        EngineInput::Scrape(source) => {
+        None => Signals::default(),
+        Some(EngineInput::Scrape(source)) => {
             let key = SourceSpec::Engine(source.clone());
             let Some((Reading::Engine(reading), at)) = lookup(fresh, &key) else {
                 return Err(format!("{}: no reading", source.label()));
             };
+            if reading.pods.is_empty() && !reading.empty_discovery.is_empty() && spec.broker.is_none() {
+                return Err(format!(
+                    "{}: the DNS name has no addresses (NXDOMAIN or no records); without a broker source that is a lost signal, not zero pods (a misspelled Service answers the same)",
+                    reading.empty_discovery.join(", ")
+                ));
+            }
             engine_signals(spec, reading, at, memory)?
         }
-        EngineInput::Prometheus(queries) => prometheus_signals(spec, queries, fresh)?,
+        Some(EngineInput::Prometheus(queries)) => prometheus_signals(spec, queries, fresh)?,
     };
+    signals.broker_backlog = broker_backlog;
     signals.gpu_utilization = match &spec.gpu {
         None => None,
         Some(GpuInput::Scrape(source)) => {
@@ -318,6 +343,7 @@ fn engine_signals(
         kv_cache_usage,
         gpu_utilization: None,
         capacity,
+        broker_backlog: None,
     })
 }
 
@@ -393,6 +419,7 @@ fn prometheus_signals(
         kv_cache_usage,
         gpu_utilization: None,
         capacity: None,
+        broker_backlog: None,
     })
 }
 

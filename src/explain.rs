@@ -106,6 +106,9 @@ pub fn formula(params: &FusionParams, c: &Components, backlog: f64) -> String {
         ),
         _ => backlog_formula(params, c),
     };
+    if matches!(params.policy, Policy::Capacity(_)) {
+        text.push_str(&broker_text(c));
+    }
     text.push_str(&guards_text(params, c, backlog));
     text
 }
@@ -116,16 +119,27 @@ fn round3(v: f64) -> f64 {
 
 fn backlog_formula(params: &FusionParams, c: &Components) -> String {
     let t = params.target_per_replica;
+    let (q_symbol, q_value) = match c.broker_term {
+        Some(q) => (" + w·Q", format!(" + {q}")),
+        None => ("", String::new()),
+    };
     match params.running_per_replica {
         Some(per_replica) => format!(
-            "D = W + T·R/C = {} + {}·{}/{} = {}",
+            "D = W{q_symbol} + T·R/C = {}{q_value} + {}·{}/{} = {}",
             c.waiting,
             t,
             c.running.unwrap_or(0.0),
             per_replica,
             c.demand
         ),
-        None => format!("D = W = {}", c.demand),
+        None => format!("D = W{q_symbol} = {}{q_value} = {}", c.waiting, c.demand),
+    }
+}
+
+fn broker_text(c: &Components) -> String {
+    match c.broker_term {
+        Some(q) => format!(" (w·Q = {q} from the broker)"),
+        None => String::new(),
     }
 }
 

@@ -116,6 +116,9 @@ pub struct Signals {
     pub gpu_utilization: Option<f64>,
     /// The capacity policy's estimate at this reading.
     pub capacity: Option<CapacityEstimate>,
+    /// `w·Q`: broker backlog in requests-equivalent (already capped at
+    /// `T × partitions` for Kafka without idle consumers).
+    pub broker_backlog: Option<f64>,
 }
 
 /// Which term set `B` before the GPU guard.
@@ -154,6 +157,9 @@ pub struct Components {
     pub demand: f64,
     /// The capacity policy's terms, when that policy is in use.
     pub capacity: Option<CapacityEstimate>,
+    /// `w·Q`, when a broker is configured (backlog policy adds it to `D`;
+    /// capacity adds `T·w·Q/(μ·H)`, a central queue with no per-pod cap).
+    pub broker_term: Option<f64>,
     /// `L`, seconds.
     pub ttft_seconds: Option<f64>,
     /// `D_lat`, when the guard is configured (0 when it did not fire).
@@ -202,11 +208,17 @@ pub fn fuse(params: &FusionParams, signals: &Signals) -> Decision {
         Policy::Capacity(_) => signals.capacity,
         Policy::Backlog => None,
     };
-    let demand = match capacity {
-        Some(e) => t * (e.rate_term + e.pod_backlog_term),
-        None => waiting + running_term.unwrap_or(0.0),
+    let broker_term = signals.broker_backlog.map(sanitize);
+    let queued = broker_term.unwrap_or(0.0);
+    let demand = match (capacity, params.policy) {
+        (Some(e), Policy::Capacity(p)) => {
+            let horizon = e.drain_rate * p.drain_horizon_seconds;
+            let broker_pods = if horizon > 0.0 { queued / horizon } else { 0.0 };
+            t * (e.rate_term + e.pod_backlog_term + broker_pods)
+        }
+        _ => waiting + queued + running_term.unwrap_or(0.0),
     };
-    let work_waiting = waiting > 0.0;
+    let work_waiting = waiting > 0.0 || queued > 0.0;
 
     let ttft = signals.ttft_seconds.filter(|l| l.is_finite() && *l >= 0.0);
     let latency_term = params.latency.map(|guard| match ttft {
@@ -260,6 +272,7 @@ pub fn fuse(params: &FusionParams, signals: &Signals) -> Decision {
             running_term,
             demand,
             capacity,
+            broker_term,
             ttft_seconds: ttft,
             latency_term,
             kv_cache_usage: kv,

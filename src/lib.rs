@@ -29,6 +29,7 @@
 //! | [`check`] | `check`: validate metadata and probe its sources once |
 //! | [`demo`] | `demo`: a simulated vLLM fleet plus the server, with a live view |
 //! | [`exporter`] | fake vLLM pods emitting vLLM's exact exposition text (demo, tests, benches) |
+//! | [`sim`] | `simulate`: pods under KEDA + the HPA, each policy deciding through the server's own code |
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -48,6 +49,7 @@ pub mod latency;
 pub mod poller;
 pub mod server;
 pub mod service;
+pub mod sim;
 pub mod source;
 pub mod telemetry;
 pub mod tls;

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
 use tokio::task::AbortHandle;
 
-use crate::source::{PollOutcome, Reading, SourceContext, SourceError, SourceSpec};
+use crate::source::{PollOutcome, Reading, SourceContext, SourceError, SourceMemory, SourceSpec};
 use crate::telemetry::Telemetry;
 
 /// What identifies a poller: the source and how often it is read. Triggers
@@ -178,9 +178,16 @@ async fn poll_loop(
 ) {
     let timeout = read_timeout(key.interval);
     let mut state = SignalState::default();
+    let mut memory = SourceMemory::default();
+    // Broker calls get the same bound as the reading, so an abandoned
+    // blocking call (librdkafka) ends by itself.
+    let ctx = SourceContext {
+        brokers: ctx.brokers.with_request_timeout(timeout),
+        ..ctx
+    };
     loop {
         let started = Instant::now();
-        let result = match tokio::time::timeout(timeout, key.source.read(&ctx)).await {
+        let result = match tokio::time::timeout(timeout, key.source.read(&ctx, &mut memory)).await {
             Ok(result) => result,
             Err(_) => Err(SourceError::Timeout(timeout)),
         };

@@ -22,7 +22,7 @@ use crate::config::ScalerConfig;
 use crate::poller::PollerRegistry;
 use crate::proto::external_scaler_server::ExternalScalerServer;
 use crate::service::ScalerService;
-use crate::source::{HttpScraper, SourceContext};
+use crate::source::HttpScraper;
 use crate::telemetry::Telemetry;
 use crate::tls::{ReloadingTlsConfig, TlsError, TlsOptions};
 
@@ -54,6 +54,9 @@ impl ServerOptions {
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
+    /// The scaler config cannot be used (e.g. a profile's secret is missing).
+    #[error("{0}")]
+    Config(String),
     /// A listener could not be bound.
     #[error("cannot listen on {addr} for {what}: {source}")]
     Bind {
@@ -120,11 +123,14 @@ impl RunningServer {
             .map(ReloadingTlsConfig::load)
             .transpose()?
             .map(Arc::new);
-        let ctx = SourceContext::new(HttpScraper::with_outbound(
-            HTTP_TIMEOUT,
-            options.config.max_response_bytes,
-            outbound,
-        )?);
+        let ctx = options
+            .config
+            .source_context(HttpScraper::with_outbound(
+                HTTP_TIMEOUT,
+                options.config.max_response_bytes,
+                outbound,
+            )?)
+            .map_err(StartError::Config)?;
         let pollers = PollerRegistry::new(ctx, telemetry.clone());
         let cache = Arc::new(DecisionCache::new(
             pollers,

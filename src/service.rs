@@ -72,6 +72,16 @@ impl ScalerService {
                     name,
                     denied,
                 },
+                RegisterError::ProfileDenied(e) => ScalerError::ProfileDenied {
+                    namespace,
+                    name,
+                    reason: e.to_string(),
+                },
+                RegisterError::Profile(e) => ScalerError::BadProfile {
+                    namespace,
+                    name,
+                    reason: e.to_string(),
+                },
             })
     }
 

@@ -3,7 +3,7 @@
 //! | metric | type | labels | meaning |
 //! |---|---|---|---|
 //! | `backlog_scaler_backlog` | gauge | namespace, name, metric | fused value `B` last computed per trigger |
-//! | `backlog_scaler_backlog_component` | gauge | namespace, name, metric, component | each term: `waiting`, `running`, `running_term`, `demand`, `ttft_seconds`, `latency_term`, `kv_cache_usage`, `kv_term`, `gpu_utilization` (absent when not configured) |
+//! | `backlog_scaler_backlog_component` | gauge | namespace, name, metric, component | each term: `waiting`, `running`, `running_term`, `broker_term` (w·Q), `demand`, `ttft_seconds`, `latency_term`, `kv_cache_usage`, `kv_term`, `gpu_utilization` (absent when not configured) |
 //! | `backlog_scaler_guard_fired` | gauge | namespace, name, metric, guard | 1 when a guard set `B`: `latency`, `kv_cache`, `gpu_busy_hold`, `gpu_idle_veto` |
 //! | `backlog_scaler_desired_replicas` | gauge | namespace, name, metric | `ceil(B/T)` |
 //! | `backlog_scaler_active` | gauge | namespace, name, metric | 1 when `B > activationBacklog` |
@@ -71,10 +71,11 @@ struct GrpcLabels {
 
 type FloatGauge = Gauge<f64, AtomicU64>;
 
-const COMPONENTS: [&str; 9] = [
+const COMPONENTS: [&str; 10] = [
     "waiting",
     "running",
     "running_term",
+    "broker_term",
     "demand",
     "ttft_seconds",
     "latency_term",
@@ -221,6 +222,7 @@ impl Telemetry {
             Some(c.waiting),
             c.running,
             c.running_term,
+            c.broker_term,
             Some(c.demand),
             c.ttft_seconds,
             c.latency_term,

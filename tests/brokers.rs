@@ -688,6 +688,48 @@ async fn kafka_broker_that_goes_away_is_an_upstream_error() {
     }
 }
 
+#[tokio::test]
+async fn kafka_reading_abandoned_by_the_poller_is_collected_by_the_next() {
+    // A "broker" that accepts connections and never answers.
+    let black_hole = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let bootstrap = format!(
+        "127.0.0.1:{}",
+        black_hole.local_addr().expect("addr").port()
+    );
+    let ctx = context("").with_request_timeout(Duration::from_millis(1500));
+    let t = trigger(&[
+        ("bootstrapServers", &bootstrap),
+        ("consumerGroup", "g"),
+        ("topic", "t"),
+    ]);
+    let mut memory = BrokerMemory::default();
+    // The poller's own timeout fires first and drops the reading...
+    let abandoned =
+        tokio::time::timeout(Duration::from_millis(200), t.source.read(&ctx, &mut memory)).await;
+    assert!(abandoned.is_err(), "still waiting on the broker");
+    assert!(
+        format!("{memory:?}").contains("in_flight: true"),
+        "{memory:?}"
+    );
+    // ...and the next reading waits for that same request instead of starting another.
+    let started = Instant::now();
+    let err = t
+        .source
+        .read(&ctx, &mut memory)
+        .await
+        .expect_err("no answer");
+    assert!(
+        started.elapsed() < Duration::from_millis(1500),
+        "collected, not restarted"
+    );
+    assert_eq!(err.outcome(), PollOutcome::UpstreamError, "{err}");
+    assert!(
+        format!("{memory:?}").contains("in_flight: false"),
+        "{memory:?}"
+    );
+    drop(black_hole);
+}
+
 // ------------------------------------------------------------- credentials
 
 #[tokio::test]

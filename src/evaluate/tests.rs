@@ -39,6 +39,7 @@ fn engine_reading(pods: Vec<PodReading>, at: Instant) -> Timed<Reading> {
             engine: Engine::Vllm,
             pods,
             malformed_lines: 0,
+            empty_discovery: Vec::new(),
         }),
         at,
         wall: SystemTime::now(),
@@ -325,4 +326,104 @@ fn prometheus_single_value_signals_refuse_several_series() {
     );
     let err = prom_eval(&[f64::NAN], &[1.0], &[1.0]).expect_err("NaN count");
     assert!(err.0.contains("NaN"), "{err}");
+}
+
+fn broker_state(messages: f64, partitions: Option<usize>, at: Instant) -> SignalState {
+    good(Timed {
+        value: Reading::Broker(crate::source::BrokerReading {
+            messages,
+            partitions,
+            breakdown: Default::default(),
+        }),
+        at,
+        wall: SystemTime::now(),
+    })
+}
+
+fn kafka_spec(extra: &[(&str, &str)]) -> TriggerSpec {
+    let mut md = vec![
+        ("bootstrapServers", "127.0.0.1:9092"),
+        ("consumerGroup", "g"),
+        ("topic", "t"),
+        ("targetBacklogPerReplica", "10"),
+        ("messageWeight", "2"),
+    ];
+    md.extend_from_slice(extra);
+    spec(&md)
+}
+
+#[test]
+fn broker_only_trigger_activates_from_weighted_backlog() {
+    let now = Instant::now();
+    let s = kafka_spec(&[]);
+    let states = vec![broker_state(7.0, None, now)];
+    let d = evaluate(&s, reports(&s, states), &mut TriggerMemory::default(), now)
+        .decision_at(now)
+        .expect("ready");
+    assert_eq!(d.backlog, 14.0);
+    assert_eq!(d.components.broker_term, Some(14.0));
+    assert!(d.active);
+}
+
+#[test]
+fn kafka_backlog_is_capped_at_t_times_partitions() {
+    let now = Instant::now();
+    let s = kafka_spec(&[]);
+    // 500 lag × w 2 = 1000, but 3 partitions allow at most 3 consumers: T·3 = 30.
+    let states = vec![broker_state(500.0, Some(3), now)];
+    let d = evaluate(&s, reports(&s, states), &mut TriggerMemory::default(), now)
+        .decision_at(now)
+        .expect("ready");
+    assert_eq!(d.backlog, 30.0);
+}
+
+fn engine_and_broker_spec() -> TriggerSpec {
+    spec(&[
+        ("vllmTargets", "dns+http://llama-headless.inference:8000/metrics"),
+        ("queueURL", "http://127.0.0.1:9/000000000000/jobs"),
+        ("awsRegion", "us-east-1"),
+        ("targetBacklogPerReplica", "10"),
+    ])
+}
+
+fn no_pods(at: Instant) -> SignalState {
+    good(Timed {
+        value: Reading::Engine(EngineReading {
+            engine: Engine::Vllm,
+            pods: vec![],
+            malformed_lines: 0,
+            empty_discovery: vec!["dns+http://llama-headless.inference:8000/metrics".into()],
+        }),
+        at,
+        wall: SystemTime::now(),
+    })
+}
+
+#[test]
+fn a_name_with_no_addresses_is_zero_pods_only_with_a_broker() {
+    let now = Instant::now();
+    // With a broker: zero pods, and the queue alone activates.
+    let s = engine_and_broker_spec();
+    let states: Vec<SignalState> = s
+        .sources()
+        .iter()
+        .map(|source| match source {
+            SourceSpec::Engine(_) => no_pods(now),
+            _ => broker_state(4.0, None, now),
+        })
+        .collect();
+    let d = evaluate(&s, reports(&s, states), &mut TriggerMemory::default(), now)
+        .decision_at(now)
+        .expect("zero pods is a reading");
+    assert_eq!((d.backlog, d.components.replicas_reporting, d.active), (4.0, 0, true));
+
+    // Without a broker: the same answer is a lost signal (a typo looks the same).
+    let s = spec(&[
+        ("vllmTargets", "dns+http://llama-headless.inference:8000/metrics"),
+        ("targetBacklogPerReplica", "10"),
+    ]);
+    let err = evaluate(&s, reports(&s, vec![no_pods(now)]), &mut TriggerMemory::default(), now)
+        .decision_at(now)
+        .expect_err("lost");
+    assert!(err.0.contains("no addresses") && err.0.contains("not zero pods"), "{err}");
 }

@@ -481,7 +481,9 @@ pub fn parse_metadata<'a>(
                 }
             }
         }
-        for key in keys::COMMON {
+        // `authProfile` also serves the Prometheus path; only the weight
+        // is meaningless without a broker.
+        for key in [keys::MESSAGE_WEIGHT] {
             if let Some((sent, value)) = md.get(key) {
                 md.invalid(
                     sent,
@@ -728,9 +730,15 @@ mod tests {
         );
     }
 
+    /// Metadata pairs and the needles its error must contain.
+    type Case = (
+        &'static [(&'static str, &'static str)],
+        &'static [&'static str],
+    );
+
     #[test]
     fn mistakes_name_the_key_the_value_and_what_is_allowed() {
-        let cases: &[(&[(&'static str, &'static str)], &[&str])] = &[
+        let cases: &[Case] = &[
             (&[("queueURL", "jobs")], &["awsRegion", "required"]),
             (
                 &[

@@ -198,6 +198,62 @@ pub struct Profile {
     /// RabbitMQ user for AMQP and the management HTTP API.
     #[serde(default)]
     pub rabbitmq: Option<RabbitMqProfile>,
+    /// Credentials for a Prometheus-compatible API (`prometheusAddress`).
+    #[serde(default)]
+    pub prometheus: Option<PrometheusProfile>,
+}
+
+/// Credentials for a Prometheus-compatible HTTP API: a bearer token, basic
+/// auth, and extra headers (e.g. `X-Scope-OrgID` for a Mimir or Thanos
+/// tenant). Every value may come from `value`, `env` or `file`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PrometheusProfile {
+    /// `Authorization: Bearer <token>`.
+    #[serde(default)]
+    pub bearer_token: Option<SecretRef>,
+    /// HTTP basic auth.
+    #[serde(default)]
+    pub basic_auth: Option<BasicAuth>,
+    /// Extra request headers.
+    #[serde(default)]
+    pub headers: std::collections::BTreeMap<String, SecretRef>,
+}
+
+/// A user name and password for HTTP basic auth.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BasicAuth {
+    /// User name.
+    pub username: SecretRef,
+    /// Password.
+    pub password: SecretRef,
+}
+
+impl PrometheusProfile {
+    /// Read every secret into request credentials.
+    pub fn request_auth(&self, profile: &str) -> Result<crate::source::RequestAuth, ProfileError> {
+        let bearer_token = match &self.bearer_token {
+            Some(token) => Some(read_field(profile, "prometheus.bearerToken", token)?.expose().to_owned()),
+            None => None,
+        };
+        let basic = match &self.basic_auth {
+            Some(b) => Some((
+                read_field(profile, "prometheus.basicAuth.username", &b.username)?.expose().to_owned(),
+                read_field(profile, "prometheus.basicAuth.password", &b.password)?.expose().to_owned(),
+            )),
+            None => None,
+        };
+        let mut headers = Vec::new();
+        for (name, value) in &self.headers {
+            headers.push((name.clone(), read_field(profile, "prometheus.headers", value)?.expose().to_owned()));
+        }
+        Ok(crate::source::RequestAuth {
+            bearer_token,
+            basic,
+            headers,
+        })
+    }
 }
 
 /// AWS credentials: static keys, or a named profile of the shared AWS
@@ -347,6 +403,8 @@ pub enum Section {
     Kafka,
     /// `rabbitmq`
     RabbitMq,
+    /// `prometheus`
+    Prometheus,
 }
 
 impl Section {
@@ -356,6 +414,7 @@ impl Section {
             Section::Aws => "aws",
             Section::Kafka => "kafka",
             Section::RabbitMq => "rabbitmq",
+            Section::Prometheus => "prometheus",
         }
     }
 }
@@ -552,8 +611,22 @@ impl Profiles {
             if let Some(rabbitmq) = &profile.rabbitmq {
                 rabbitmq.credentials(name)?;
             }
+            if let Some(prometheus) = &profile.prometheus {
+                prometheus.request_auth(name)?;
+            }
         }
         Ok(())
+    }
+
+    /// Prometheus credentials of every profile that has them, read now.
+    pub fn prometheus_auth(&self) -> Result<std::collections::HashMap<String, crate::source::RequestAuth>, ProfileError> {
+        let mut auth = std::collections::HashMap::new();
+        for (name, profile) in &self.profiles {
+            if let Some(prometheus) = &profile.prometheus {
+                auth.insert(name.clone(), prometheus.request_auth(name)?);
+            }
+        }
+        Ok(auth)
     }
 }
 
@@ -564,6 +637,7 @@ impl Profile {
             Section::Aws => self.aws.is_some(),
             Section::Kafka => self.kafka.is_some(),
             Section::RabbitMq => self.rabbitmq.is_some(),
+            Section::Prometheus => self.prometheus.is_some(),
         };
         if present {
             Ok(())

@@ -115,8 +115,8 @@ impl DcgmSource {
 
     /// Scrape every exporter and select the workload's GPUs.
     pub async fn read(&self, ctx: &SourceContext) -> Result<GpuReading, SourceError> {
-        let urls = resolve_all(&self.targets, ctx).await?;
-        let bodies = scrape_all(ctx, urls, &self.label()).await?;
+        let discovered = resolve_all(&self.targets, ctx).await?;
+        let bodies = scrape_all(ctx, discovered.urls, &self.label()).await?;
         let mut gpus = Vec::new();
         let mut malformed_lines = 0;
         for (url, body) in bodies {

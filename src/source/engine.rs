@@ -224,6 +224,10 @@ pub struct EngineReading {
     pub pods: Vec<PodReading>,
     /// Lines skipped as malformed, over all pods.
     pub malformed_lines: usize,
+    /// `dns+` targets whose name answered "no addresses": zero pods if the
+    /// trigger also reads a broker, a lost signal otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub empty_discovery: Vec<String>,
 }
 
 impl EngineReading {
@@ -268,8 +272,8 @@ impl EngineSource {
 
     /// Resolve targets, scrape all pods concurrently, parse each.
     pub async fn read(&self, ctx: &SourceContext) -> Result<EngineReading, SourceError> {
-        let urls = resolve_all(&self.targets, ctx).await?;
-        let bodies = scrape_all(ctx, urls, &self.label()).await?;
+        let discovered = resolve_all(&self.targets, ctx).await?;
+        let bodies = scrape_all(ctx, discovered.urls, &self.label()).await?;
         let mut pods = Vec::with_capacity(bodies.len());
         let mut malformed_lines = 0;
         for (url, body) in bodies {
@@ -281,6 +285,7 @@ impl EngineSource {
             engine: self.engine,
             pods,
             malformed_lines,
+            empty_discovery: discovered.empty_names,
         })
     }
 
@@ -419,14 +424,27 @@ impl EngineSource {
 /// Resolve every target to the URLs to scrape now, deduplicated. `dns+`
 /// addresses are checked against the outbound allowlist here, so a refusal
 /// names the DNS name it came from.
-pub async fn resolve_all(targets: &[ScrapeTarget], ctx: &SourceContext) -> Result<Vec<Url>, SourceError> {
-    let mut urls: Vec<Url> = Vec::new();
+pub async fn resolve_all(targets: &[ScrapeTarget], ctx: &SourceContext) -> Result<Discovered, SourceError> {
+    let mut discovered = Discovered::default();
     for target in targets {
-        urls.extend(target.resolve_checked(&ctx.outbound).await?);
+        let urls = target.resolve_checked(&ctx.outbound).await?;
+        if urls.is_empty() {
+            discovered.empty_names.push(target.to_string());
+        }
+        discovered.urls.extend(urls);
     }
-    urls.sort();
-    urls.dedup();
-    Ok(urls)
+    discovered.urls.sort();
+    discovered.urls.dedup();
+    Ok(discovered)
+}
+
+/// What target resolution found.
+#[derive(Debug, Default)]
+pub struct Discovered {
+    /// The URLs to scrape.
+    pub urls: Vec<Url>,
+    /// `dns+` targets whose name has no addresses (NXDOMAIN or no records).
+    pub empty_names: Vec<String>,
 }
 
 /// GET every URL concurrently; the first failure fails the whole reading.

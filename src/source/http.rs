@@ -84,9 +84,12 @@ impl ScrapeTarget {
         })
     }
 
-    /// The URLs to scrape now. A DNS name that resolves to nothing is an error:
-    /// an answer of "no pods" is indistinguishable here from a broken resolver,
-    /// and reading it as zero work would scale a busy fleet down.
+    /// The URLs to scrape now. A DNS name with a definite "no such name" or
+    /// "no addresses" answer (what a headless Service with no ready pods
+    /// returns) resolves to an empty list; whether that is zero pods or a
+    /// lost signal is the trigger's call (zero pods only with a broker
+    /// source: docs/decisions/0008). A resolver failure (a timeout, SERVFAIL,
+    /// no resolver) is an error.
     pub async fn resolve(&self) -> Result<Vec<Url>, SourceError> {
         match self {
             ScrapeTarget::Static(url) => Ok(vec![url.clone()]),
@@ -95,13 +98,16 @@ impl ScrapeTarget {
                 host,
                 port,
             } => {
-                let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), *port))
-                    .await
-                    .map_err(|e| SourceError::Upstream {
-                        target: self.to_string(),
-                        reason: format!("DNS lookup of `{host}` failed: {e}"),
-                    })?
-                    .collect();
+                let addrs: Vec<SocketAddr> = match tokio::net::lookup_host((host.as_str(), *port)).await {
+                    Ok(addrs) => addrs.collect(),
+                    Err(e) if is_no_such_name(&e) => Vec::new(),
+                    Err(e) => {
+                        return Err(SourceError::Upstream {
+                            target: self.to_string(),
+                            reason: format!("DNS lookup of `{host}` failed: {e}"),
+                        });
+                    }
+                };
                 let mut urls = Vec::with_capacity(addrs.len());
                 for addr in addrs {
                     let mut url = template.clone();
@@ -113,16 +119,26 @@ impl ScrapeTarget {
                 }
                 urls.sort();
                 urls.dedup();
-                if urls.is_empty() {
-                    return Err(SourceError::Upstream {
-                        target: self.to_string(),
-                        reason: format!("DNS name `{host}` has no addresses"),
-                    });
-                }
                 Ok(urls)
             }
         }
     }
+}
+
+/// True for getaddrinfo's definite negative answers: `EAI_NONAME` (NXDOMAIN)
+/// and `EAI_NODATA` (the name exists with no A/AAAA records). std exposes
+/// them only through their `gai_strerror` text; `EAI_AGAIN` ("Temporary
+/// failure in name resolution": SERVFAIL, timeouts) stays an error.
+pub fn is_no_such_name(error: &std::io::Error) -> bool {
+    let text = error.to_string();
+    [
+        "Name or service not known",           // glibc EAI_NONAME
+        "No address associated with hostname", // glibc EAI_NODATA
+        "nodename nor servname provided",      // BSD / macOS EAI_NONAME
+        "Name does not resolve",               // musl EAI_NONAME
+    ]
+    .iter()
+    .any(|needle| text.contains(needle))
 }
 
 impl ScrapeTarget {
@@ -440,5 +456,19 @@ mod tests {
             .await
             .expect_err("name refused, no DNS");
         assert!(err.to_string().contains("no host pattern"), "{err}");
+    }
+}
+
+#[cfg(test)]
+mod resolution_tests {
+    use super::is_no_such_name;
+
+    #[test]
+    fn only_definite_negative_answers_mean_no_such_name() {
+        let gai = |text: &str| std::io::Error::other(format!("failed to lookup address information: {text}"));
+        assert!(is_no_such_name(&gai("Name or service not known")));
+        assert!(is_no_such_name(&gai("No address associated with hostname")));
+        assert!(!is_no_such_name(&gai("Temporary failure in name resolution")));
+        assert!(!is_no_such_name(&gai("System error")));
     }
 }

@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+pub use broker::{BrokerContext, BrokerMemory, BrokerReading, BrokerSource};
 pub use dcgm::{DcgmSource, GpuReading};
 pub use engine::{Engine, EngineReading, EngineSource, PodReading};
 pub use http::{HttpScraper, RequestAuth, ScrapeTarget};
@@ -38,6 +39,8 @@ pub enum SourceSpec {
     Dcgm(DcgmSource),
     /// One PromQL instant query.
     Prometheus(PromQuery),
+    /// A message broker's backlog (SQS, Kafka, RabbitMQ).
+    Broker(BrokerSource),
 }
 
 impl SourceSpec {
@@ -47,6 +50,7 @@ impl SourceSpec {
             SourceSpec::Engine(source) => source.label(),
             SourceSpec::Dcgm(source) => source.label(),
             SourceSpec::Prometheus(query) => query.label(),
+            SourceSpec::Broker(source) => source.label(),
         }
     }
 
@@ -66,16 +70,64 @@ impl SourceSpec {
             SourceSpec::Prometheus(query) => {
                 policy.check_url(&query.address).err().into_iter().collect()
             }
+            // The hosts a broker source names; librdkafka and the AWS SDK
+            // resolve names themselves, so resolved addresses of brokers are
+            // not checked (docs/decisions/0005).
+            SourceSpec::Broker(source) => broker_hosts(source)
+                .iter()
+                .filter_map(|host| policy.check_host(host).err())
+                .collect(),
         }
     }
 
-    /// Take one reading.
-    pub async fn read(&self, ctx: &SourceContext) -> Result<Reading, SourceError> {
+    /// Take one reading. `memory` is the poller's state between readings
+    /// (open broker connections, Kafka's previous offsets).
+    pub async fn read(&self, ctx: &SourceContext, memory: &mut SourceMemory) -> Result<Reading, SourceError> {
         match self {
             SourceSpec::Engine(source) => source.read(ctx).await.map(Reading::Engine),
             SourceSpec::Dcgm(source) => source.read(ctx).await.map(Reading::Gpu),
             SourceSpec::Prometheus(query) => query.read(ctx).await.map(Reading::Query),
+            SourceSpec::Broker(source) => source
+                .read(&ctx.brokers, &mut memory.broker)
+                .await
+                .map(Reading::Broker),
         }
+    }
+}
+
+/// Per-poller state a source keeps between readings.
+#[derive(Debug, Default)]
+pub struct SourceMemory {
+    /// Broker connections and offsets.
+    pub broker: BrokerMemory,
+}
+
+/// Host names (or `host:port`) a broker source connects to first.
+fn broker_hosts(source: &BrokerSource) -> Vec<String> {
+    let host_of = |url: &str| reqwest::Url::parse(url).ok().and_then(|u| u.host_str().map(str::to_owned));
+    match source {
+        BrokerSource::Sqs(sqs) => {
+            let mut hosts = Vec::new();
+            if let Some(endpoint) = sqs.endpoint.as_deref().and_then(host_of) {
+                hosts.push(endpoint);
+            }
+            if let sqs::QueueRef::Url { url, .. } = &sqs.queue
+                && let Some(host) = host_of(url)
+            {
+                hosts.push(host);
+            }
+            hosts
+        }
+        BrokerSource::Kafka(kafka) => kafka
+            .bootstrap_servers
+            .iter()
+            .map(|server| {
+                // `host:port` or `[v6]:port`.
+                let host = server.rsplit_once(':').map_or(server.as_str(), |(h, _)| h);
+                host.trim_start_matches('[').trim_end_matches(']').to_owned()
+            })
+            .collect(),
+        BrokerSource::RabbitMq(rabbit) => rabbit.url.host_str().map(str::to_owned).into_iter().collect(),
     }
 }
 
@@ -95,6 +147,8 @@ pub enum Reading {
     Gpu(GpuReading),
     /// A PromQL result.
     Query(QueryReading),
+    /// A broker's backlog.
+    Broker(BrokerReading),
 }
 
 impl Reading {
@@ -103,7 +157,7 @@ impl Reading {
         match self {
             Reading::Engine(r) => r.malformed_lines,
             Reading::Gpu(r) => r.malformed_lines,
-            Reading::Query(_) => 0,
+            Reading::Query(_) | Reading::Broker(_) => 0,
         }
     }
 }
@@ -119,16 +173,33 @@ pub struct SourceContext {
     /// `http` enforces. Sources with their own connections (brokers) call
     /// its checks before connecting.
     pub outbound: Arc<OutboundPolicy>,
+    /// Broker clients and credential profiles.
+    pub brokers: BrokerContext,
 }
 
 impl SourceContext {
     /// A context with no credentials.
-    pub fn new(http: HttpScraper) -> SourceContext {
-        SourceContext {
+    pub fn new(http: HttpScraper) -> Result<SourceContext, broker::BrokerContextError> {
+        Self::with_profiles(http, Arc::new(credentials::Profiles::default()), HashMap::new())
+    }
+
+    /// A context with credential profiles (Prometheus credentials read).
+    pub fn with_profiles(
+        http: HttpScraper,
+        profiles: Arc<credentials::Profiles>,
+        prometheus_auth: HashMap<String, RequestAuth>,
+    ) -> Result<SourceContext, broker::BrokerContextError> {
+        Ok(SourceContext {
             outbound: http.outbound().clone(),
             http,
-            prometheus_auth: Arc::new(HashMap::new()),
-        }
+            prometheus_auth: Arc::new(prometheus_auth),
+            brokers: BrokerContext::new(profiles, broker::DEFAULT_REQUEST_TIMEOUT)?,
+        })
+    }
+
+    /// The credential profiles.
+    pub fn profiles(&self) -> &credentials::Profiles {
+        &self.brokers.profiles
     }
 
     /// The credentials of a profile, if it has Prometheus ones.

@@ -18,6 +18,7 @@ use crate::capacity::CapacityParams;
 use crate::fusion::{FusionParams, GpuGuard, LatencyGuard, Policy};
 use crate::source::dcgm::PodSelector;
 use crate::source::prometheus::DefaultQueries;
+use crate::source::broker::{self, BrokerTrigger};
 use crate::source::{DcgmSource, Engine, EngineSource, PromQuery, SourceSpec};
 pub use values::Metadata;
 use values::{
@@ -48,8 +49,11 @@ pub struct TriggerSpec {
     pub metric_name: String,
     /// Parameters of the fusion formula.
     pub fusion: FusionParams,
-    /// Where `W`, `R`, `n`, TTFT and KV come from.
-    pub engine: EngineInput,
+    /// Where `W`, `R`, `n`, TTFT and KV come from; `None` for a broker-only
+    /// trigger.
+    pub engine: Option<EngineInput>,
+    /// The broker whose backlog `Q` joins as `w·Q`, if any.
+    pub broker: Option<BrokerTrigger>,
     /// Where `U` comes from, if the GPU guard is configured.
     pub gpu: Option<GpuInput>,
     /// TTFT quantile settings (used when the latency guard is on).
@@ -173,7 +177,14 @@ impl TriggerSpec {
         I: IntoIterator<Item = (&'a str, &'a str)>,
     {
         let mut errors = Vec::new();
-        let md = Metadata::fold(metadata, &[], &mut errors);
+        let md = Metadata::fold(metadata, broker::keys::ALL, &mut errors);
+        let broker = match broker::parse_metadata(&|key| md.get(key)) {
+            Ok(broker) => broker,
+            Err(broker_errors) => {
+                errors.extend(broker_errors);
+                None
+            }
+        };
 
         let target = required_positive(&md, keys::TARGET_BACKLOG_PER_REPLICA, &mut errors);
         let running_per_replica = optional_positive(&md, keys::RUNNING_PER_REPLICA, &mut errors);
@@ -243,20 +254,30 @@ impl TriggerSpec {
             ));
         }
         let prometheus = prometheus_address(&md, &mut errors);
-        let engine_input = engine_input(
-            &md,
-            engine,
-            model_name,
-            prometheus.as_ref(),
-            needs,
-            ttft,
-            &mut errors,
-        );
+        let has_engine = md.has(keys::VLLM_TARGETS) || prometheus.is_some();
+        let engine_input = if has_engine || broker.is_none() {
+            engine_input(&md, engine, model_name, prometheus.as_ref(), needs, ttft, &mut errors)
+        } else {
+            // A broker-only trigger (an async worker fed by a queue):
+            // engine-signal keys have nothing to read.
+            for key in [
+                keys::RUNNING_PER_REPLICA,
+                keys::TTFT_SLO_SECONDS,
+                keys::KV_CACHE_TARGET,
+                keys::ENGINE,
+                keys::MODEL_NAME,
+            ] {
+                if md.has(key) {
+                    errors.push(conflict(key, "needs engine signals: set `vllmTargets` or `prometheusAddress`"));
+                }
+            }
+            None
+        };
         let gpu = gpu_input(&md, prometheus.as_ref(), &mut errors);
         let gpu_guard = gpu_guard(&md, gpu.is_some(), &mut errors);
 
-        match (target, engine_input) {
-            (Some(target), Some(engine)) if errors.is_empty() => Ok(TriggerSpec {
+        match (target, engine_input.is_some() || broker.is_some()) {
+            (Some(target), true) if errors.is_empty() => Ok(TriggerSpec {
                 metric_name,
                 fusion: FusionParams {
                     target_per_replica: target,
@@ -267,7 +288,8 @@ impl TriggerSpec {
                     gpu: gpu_guard,
                     policy,
                 },
-                engine,
+                engine: engine_input,
+                broker,
                 gpu,
                 ttft,
                 poll_interval,
@@ -281,8 +303,9 @@ impl TriggerSpec {
     pub fn sources(&self) -> Vec<SourceSpec> {
         let mut sources = Vec::new();
         match &self.engine {
-            EngineInput::Scrape(source) => sources.push(SourceSpec::Engine(source.clone())),
-            EngineInput::Prometheus(q) => {
+            None => {}
+            Some(EngineInput::Scrape(source)) => sources.push(SourceSpec::Engine(source.clone())),
+            Some(EngineInput::Prometheus(q)) => {
                 for query in [
                     Some(&q.waiting),
                     q.running.as_ref(),
@@ -296,6 +319,9 @@ impl TriggerSpec {
                     sources.push(SourceSpec::Prometheus(query.clone()));
                 }
             }
+        }
+        if let Some(broker) = &self.broker {
+            sources.push(SourceSpec::Broker(broker.source.clone()));
         }
         match &self.gpu {
             Some(GpuInput::Scrape(source)) => sources.push(SourceSpec::Dcgm(source.clone())),
@@ -572,7 +598,7 @@ fn engine_input(
         (false, None) => {
             errors.push(MetadataError::Missing {
                 key: keys::VLLM_TARGETS,
-                allowed: "a comma-separated list of http(s):// metrics URLs or dns+http://SERVICE:PORT/metrics entries (or set `prometheusAddress` to read the signals with PromQL)",
+                allowed: "a comma-separated list of http(s):// metrics URLs or dns+http://SERVICE:PORT/metrics entries (or set `prometheusAddress` to read the signals with PromQL, or a broker: `queueURL`, `bootstrapServers`, `rabbitmqHost`)",
             });
             None
         }

@@ -48,7 +48,7 @@ fn keda_keys_and_from_env_are_accepted() {
     ]);
     let spec = parse(&md).expect("valid");
     assert_eq!(spec.metric_name, "backlog-meta-llama-llama-3-1-8b-instruct");
-    let EngineInput::Scrape(source) = &spec.engine else {
+    let Some(EngineInput::Scrape(source)) = &spec.engine else {
         panic!("scrape")
     };
     assert_eq!(
@@ -185,7 +185,7 @@ fn targets_are_parsed_deduplicated_and_defaulted() {
         " http://a:8000 , http://a:8000/metrics,dns+http://vllm-headless.ns:8000/metrics ",
     );
     let spec = parse(&md).expect("valid");
-    let EngineInput::Scrape(source) = &spec.engine else {
+    let Some(EngineInput::Scrape(source)) = &spec.engine else {
         panic!("scrape")
     };
     assert_eq!(source.targets.len(), 2);
@@ -249,7 +249,7 @@ fn prometheus_path_builds_one_query_per_needed_signal() {
         ("authProfile", "prom"),
     ];
     let spec = parse(&md).expect("valid");
-    let EngineInput::Prometheus(q) = &spec.engine else {
+    let Some(EngineInput::Prometheus(q)) = &spec.engine else {
         panic!("prometheus")
     };
     assert_eq!(
@@ -273,7 +273,7 @@ fn prometheus_path_builds_one_query_per_needed_signal() {
         ("waitingQuery", "sum(my_queue)"),
     ])
     .expect("valid");
-    let EngineInput::Prometheus(q) = &overridden.engine else {
+    let Some(EngineInput::Prometheus(q)) = &overridden.engine else {
         panic!("prometheus")
     };
     assert_eq!(q.waiting.query, "sum(my_queue)");
@@ -436,7 +436,7 @@ fn vllm_targets_with_prometheus_for_the_gpu_only_is_allowed() {
         ("targetBacklogPerReplica", "1"),
     ])
     .expect("valid");
-    assert!(matches!(spec.engine, EngineInput::Scrape(_)));
+    assert!(matches!(spec.engine, Some(EngineInput::Scrape(_))));
     assert!(matches!(spec.gpu, Some(GpuInput::Prometheus(_))));
 }
 

@@ -1,0 +1,290 @@
+//! `simulate`: the model's self-checks (HPA examples from the Kubernetes
+//! and KEDA docs, Little's law, a saturated pod's throughput), the one code
+//! path shared with the server, determinism, and the command end to end.
+//! Small configurations: these run in a debug build in seconds.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use backlog_scaler::evaluate::{TriggerMemory, decide_engine};
+use backlog_scaler::sim::arrivals::{Builtin, RequestSizes, Scenario};
+use backlog_scaler::sim::fleet::{Fleet, PodModel};
+use backlog_scaler::sim::hpa::{Behavior, Hpa, Keda, Target, replicas_for_metric};
+use backlog_scaler::sim::policies::{PolicyKind, scaler_metadata};
+use backlog_scaler::sim::run::{SimConfig, run_matrix, run_one};
+use backlog_scaler::trigger::TriggerSpec;
+
+const BIN: &str = env!("CARGO_BIN_EXE_backlog-scaler");
+
+#[test]
+fn hpa_examples_from_the_kubernetes_and_keda_docs() {
+    // AverageValue: 20 / 5 → 4, whatever the current count.
+    assert_eq!(
+        replicas_for_metric(Target::AverageValue(5.0), 20.0, 1, 1, 0.1),
+        Some(4)
+    );
+    assert_eq!(
+        replicas_for_metric(Target::AverageValue(5.0), 20.0, 9, 9, 0.1),
+        Some(4)
+    );
+    // Value: 3 × 20 / 5 → 12.
+    assert_eq!(
+        replicas_for_metric(Target::Value(5.0), 20.0, 3, 3, 0.1),
+        Some(12)
+    );
+    // Tolerance: a ratio of 1.05 changes nothing.
+    assert_eq!(
+        replicas_for_metric(Target::AverageValue(5.0), 21.0, 4, 4, 0.1),
+        Some(4)
+    );
+    // Scale-down stabilization (300 s) holds the highest recommendation.
+    let mut hpa = Hpa::new(1, 10, Behavior::default());
+    let target = Target::AverageValue(5.0);
+    assert_eq!(hpa.sync(0.0, 1, 1, &[(target, Some(20.0))]), 4);
+    assert_eq!(hpa.sync(60.0, 4, 4, &[(target, Some(5.0))]), 4);
+    assert_eq!(hpa.sync(301.0, 4, 4, &[(target, Some(5.0))]), 1);
+    // Rate policies: from 2, at most max(+4, +100 %) per 15 s.
+    let mut hpa = Hpa::new(1, 100, Behavior::default());
+    assert_eq!(hpa.sync(0.0, 2, 2, &[(target, Some(500.0))]), 6);
+    assert_eq!(hpa.sync(15.0, 6, 2, &[(target, Some(500.0))]), 12);
+    // KEDA: activation 0 → 1, cooldown back to 0.
+    let mut keda = Keda::new(0, 300.0);
+    assert_eq!(keda.poll(0.0, 0, true), Some(1));
+    assert_eq!(keda.poll(301.0, 1, false), Some(0));
+}
+
+fn steady(rate: f64, seconds: f64) -> Scenario {
+    Scenario::from_trace_csv("steady", &format!("0,{rate}\n{seconds},{rate}\n"), None)
+        .expect("valid trace")
+}
+
+#[test]
+fn littles_law_holds_on_a_steady_load() {
+    let (rate, seconds) = (3.0, 3600.0);
+    let mut fleet = Fleet::new(PodModel::default(), 3, 0.0);
+    let mut arrivals = steady(rate, seconds)
+        .arrivals(11, RequestSizes::default())
+        .peekable();
+    let mut in_system = 0.0;
+    for step in 0..seconds as usize {
+        let t1 = step as f64 + 1.0;
+        while let Some(r) = arrivals.next_if(|r| r.arrival < t1) {
+            fleet.arrive(r);
+        }
+        fleet.settle(t1);
+        in_system += (fleet.waiting() + fleet.running()) as f64;
+    }
+    let l = in_system / seconds;
+    let stats = fleet.finish(seconds);
+    let lambda = stats.finished as f64 / seconds;
+    let w = stats.sojourn_seconds / stats.finished as f64;
+    let error = (l - lambda * w).abs() / l;
+    assert!(
+        error < 0.03,
+        "L = {l:.2}, λ·W = {lambda:.3}·{w:.2} = {:.2}",
+        lambda * w
+    );
+    assert!((lambda - rate).abs() / rate < 0.05, "λ = {lambda}");
+}
+
+#[test]
+fn a_saturated_pod_finishes_max_num_seqs_over_the_mean_service_time() {
+    let model = PodModel::default();
+    let sizes = RequestSizes::default();
+    // ~3000 requests at once: the pod stays at a full batch throughout.
+    let mut fleet = Fleet::new(model, 1, 0.0);
+    for request in steady(3000.0, 1.0).arrivals(5, sizes) {
+        fleet.arrive(request);
+    }
+    let horizon = 1200.0;
+    fleet.settle(horizon);
+    let pod = fleet.reading().pods.remove(0);
+    assert!(pod.waiting > 0.0, "still saturated at the end");
+    let throughput = pod.finished_total.expect("counter") / horizon;
+    // C / (mean work at batch 1 × (1 + stretch)) = 32 / (7.35 s × 2).
+    let expected =
+        model.max_num_seqs as f64 / (sizes.mean_work_seconds() * (1.0 + model.batch_stretch));
+    assert_eq!(expected, model.saturated_throughput(&sizes));
+    assert!(
+        (throughput - expected).abs() / expected < 0.05,
+        "{throughput:.3} req/s, expected {expected:.3}"
+    );
+}
+
+#[test]
+fn the_simulator_and_the_server_decide_the_same_b() {
+    let config = SimConfig::default();
+    let scenario = Scenario::builtin(Builtin::Spike, Some(900.0));
+    for policy in [PolicyKind::Backlog, PolicyKind::Capacity] {
+        let (result, trace) = run_one(&config, &scenario, policy, 3, true).expect("runs");
+        let calls = trace.expect("recorded").scaler_calls;
+        assert_eq!(result.scaler_errors, 0);
+        assert!(calls.len() >= 170, "{policy:?}: {} polls", calls.len());
+        // The server's path, fresh: the same metadata parsing, the same
+        // readings at the same instants, through decide_engine directly.
+        let metadata = scaler_metadata(policy, &config.policy);
+        let spec =
+            TriggerSpec::from_metadata(metadata.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+                .expect("metadata valid");
+        let mut memory = TriggerMemory::default();
+        let base = Instant::now();
+        let mut moved = false;
+        for call in &calls {
+            let at = base + Duration::from_secs_f64(call.t);
+            let direct = decide_engine(&spec, &call.reading, at, &mut memory);
+            assert_eq!(direct, call.decision, "{policy:?} at t={}", call.t);
+            let decision = direct.expect("decides");
+            moved |= decision.backlog > 0.0;
+            assert_eq!(
+                decision.components.capacity.is_some(),
+                policy == PolicyKind::Capacity,
+                "the policy in use is the one asked for"
+            );
+            assert!(
+                call.reading
+                    .pods
+                    .iter()
+                    .all(|p| p.finished_total.is_some() && p.ttft.is_some())
+            );
+        }
+        assert!(moved, "{policy:?}: B never left 0");
+    }
+}
+
+#[test]
+fn same_seed_same_summary() {
+    let config = SimConfig::default();
+    let scenarios = [
+        Scenario::builtin(Builtin::Bursty, Some(600.0)),
+        Scenario::builtin(Builtin::Step, Some(600.0)),
+    ];
+    let policies = [PolicyKind::Capacity, PolicyKind::Seed];
+    let (a, _) = run_matrix(&config, &scenarios, &policies, 2, 2, None).expect("runs");
+    let (b, _) = run_matrix(&config, &scenarios, &policies, 2, 1, None).expect("runs");
+    assert_eq!(a, b, "same seeds, any thread count: identical results");
+    assert_eq!(a.len(), 8);
+    assert_ne!(a[0], a[1], "two seeds differ");
+}
+
+#[test]
+fn scale_to_zero_and_back_through_keda() {
+    let config = SimConfig {
+        min_replicas: 0,
+        ..SimConfig::default()
+    };
+    // Traffic, silence for 20 minutes, traffic again.
+    let scenario =
+        Scenario::from_trace_csv("gap", "0,2\n300,2\n301,0\n1500,0\n1501,2\n2100,2\n", None)
+            .expect("valid");
+    for policy in [PolicyKind::Backlog, PolicyKind::Seed] {
+        let (result, trace) = run_one(&config, &scenario, policy, 1, true).expect("runs");
+        let series = trace.expect("recorded").series;
+        let zero_at = series
+            .iter()
+            .find(|p| p.replicas == 0)
+            .map(|p| p.t)
+            .unwrap_or_else(|| panic!("{policy:?} never reached 0"));
+        assert!(
+            zero_at > 300.0 + 300.0,
+            "{policy:?}: cooldown respected, 0 at {zero_at}"
+        );
+        assert!(
+            series.iter().any(|p| p.t > 1500.0 && p.ready > 0),
+            "{policy:?}: activated again"
+        );
+        assert!(
+            result.slo_attainment < 1.0,
+            "the first requests after zero wait for a cold start"
+        );
+    }
+}
+
+#[test]
+fn simulate_command_writes_the_table_csv_and_svg() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("out");
+    let output = Command::new(BIN)
+        .args([
+            "simulate",
+            "--scenario",
+            "spike",
+            "--seeds",
+            "2",
+            "--duration-minutes",
+            "12",
+        ])
+        .args(["--jobs", "2", "--out"])
+        .arg(&out)
+        .output()
+        .expect("runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("SLO met"), "{stdout}");
+    for policy in ["backlog", "capacity", "seed", "production-stack", "fixed"] {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.starts_with("spike") && l.contains(&format!(" {policy} "))),
+            "{policy}: {stdout}"
+        );
+    }
+    let runs = std::fs::read_to_string(out.join("runs.csv")).expect("runs.csv");
+    assert_eq!(runs.lines().count(), 1 + 5 * 2);
+    let summary = std::fs::read_to_string(out.join("summary.csv")).expect("summary.csv");
+    assert_eq!(summary.lines().count(), 1 + 5);
+    let series = std::fs::read_to_string(out.join("timeseries-spike.csv")).expect("series");
+    assert!(series.lines().count() > 5 * 100);
+    let svg = std::fs::read_to_string(out.join("simulate-spike.svg")).expect("svg");
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    assert_eq!(
+        svg.matches("font-weight=\"bold\">").count(),
+        1 + 5,
+        "title + a panel per policy"
+    );
+
+    // A CSV trace instead of the built-in scenarios.
+    let trace = dir.path().join("mytrace.csv");
+    std::fs::write(&trace, "t_seconds,rate_per_second\n0,3\n300,12\n600,3\n").expect("write");
+    let output = Command::new(BIN)
+        .args([
+            "simulate", "--policy", "capacity", "--seeds", "1", "--trace",
+        ])
+        .arg(&trace)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .expect("runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("mytrace") && l.contains(" capacity ")),
+        "{stdout}"
+    );
+    assert!(out.join("simulate-mytrace.svg").exists());
+
+    // Bad input is a usage error naming the flag.
+    let output = Command::new(BIN)
+        .args([
+            "simulate",
+            "--svg-scenario",
+            "nope",
+            "--scenario",
+            "step",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .expect("runs");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--svg-scenario"));
+}
