@@ -213,3 +213,28 @@ mod tests {
         assert!(err.contains("alow"), "{err}");
     }
 }
+
+#[cfg(test)]
+mod readme_tests {
+    use super::ScalerConfig;
+
+    /// Every `yaml` block of the README that starts with `profiles:` or
+    /// `outbound:` is a valid `--config` file: the docs cannot drift.
+    #[test]
+    fn readme_config_examples_parse() {
+        let readme = include_str!("../README.md");
+        let mut checked = 0;
+        for block in readme.split("```yaml\n").skip(1) {
+            let Some((yaml, _)) = block.split_once("```") else {
+                continue;
+            };
+            if yaml.starts_with("profiles:") || yaml.starts_with("outbound:") {
+                if let Err(e) = ScalerConfig::parse(yaml) {
+                    panic!("README config example does not parse: {e}\n{yaml}");
+                }
+                checked += 1;
+            }
+        }
+        assert!(checked >= 1, "no config example found in the README");
+    }
+}

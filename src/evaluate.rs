@@ -16,6 +16,9 @@ use crate::source::{EngineReading, PromQuery, QueryReading, Reading, SourceSpec}
 use crate::trigger::{EngineInput, GpuInput, PromSignals, TriggerSpec};
 
 /// The state of one trigger's number.
+// One Status per evaluation, held in an `Arc<Evaluation>`: the size of the
+// Ready variant costs nothing, and boxing it would add an allocation.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Status {
     /// No source has answered yet.
