@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
-use tokio_stream::wrappers::TcpListenerStream;
+use tonic::transport::server::TcpIncoming;
 use tokio_util::sync::CancellationToken;
 
 use crate::admin::{self, AdminState};
@@ -180,7 +180,10 @@ impl RunningServer {
                 None => {
                     router
                         .serve_with_incoming_shutdown(
-                            TcpListenerStream::new(grpc_listener),
+                            // Nagle + delayed ACK stalls small gRPC responses
+                            // by ~40 ms; tonic ignores Server::tcp_nodelay
+                            // for a custom incoming, so set it here.
+                            TcpIncoming::from(grpc_listener).with_nodelay(Some(true)),
                             grpc_shutdown.cancelled_owned(),
                         )
                         .await
