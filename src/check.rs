@@ -17,7 +17,9 @@ use crate::config::ScalerConfig;
 use crate::evaluate::{SignalReport, TriggerMemory, evaluate};
 use crate::explain::formula;
 use crate::poller::{SignalState, Timed};
-use crate::source::{HttpScraper, Reading, SourceContext, SourceError, SourceMemory};
+use crate::source::credentials::{Profiles, Section};
+use crate::source::outbound::OutboundPolicy;
+use crate::source::{HttpScraper, Reading, SourceContext, SourceError, SourceMemory, SourceSpec};
 use crate::trigger::TriggerSpec;
 
 /// How long one probe may take.
@@ -30,6 +32,9 @@ pub struct FoundTrigger {
     pub origin: String,
     /// Its metadata, values as strings (as KEDA sends them).
     pub metadata: Vec<(String, String)>,
+    /// The ScaledObject's `metadata.namespace`, when the file gives one
+    /// (checked against a credential profile's `namespaces`).
+    pub namespace: Option<String>,
 }
 
 /// Read the triggers from YAML text: a metadata map, or a ScaledObject (each
@@ -48,6 +53,11 @@ pub fn find_triggers(text: &str) -> Result<Vec<FoundTrigger>, String> {
             Value::Mapping(map)
                 if map.get("kind").and_then(Value::as_str) == Some("ScaledObject") =>
             {
+                let namespace = value
+                    .get("metadata")
+                    .and_then(|m| m.get("namespace"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
                 let triggers = value
                     .get("spec")
                     .and_then(|s| s.get("triggers"))
@@ -65,14 +75,21 @@ pub fn find_triggers(text: &str) -> Result<Vec<FoundTrigger>, String> {
                     found.push(FoundTrigger {
                         metadata: string_map(metadata, &origin)?,
                         origin,
+                        namespace: namespace.clone(),
                     });
                 }
             }
+            // Another Kubernetes object beside the ScaledObject (a Service,
+            // a TriggerAuthentication): nothing to check.
+            Value::Mapping(map)
+                if map.get("apiVersion").is_some_and(Value::is_string)
+                    && map.get("kind").is_some_and(Value::is_string) => {}
             Value::Mapping(_) => {
                 let origin = format!("{doc}metadata").trim().to_owned();
                 found.push(FoundTrigger {
                     metadata: string_map(&value, &origin)?,
                     origin,
+                    namespace: None,
                 });
             }
             _ => return Err(format!("{doc}is not a YAML map of metadata keys")),
@@ -120,6 +137,38 @@ fn string_map(value: &Value, origin: &str) -> Result<Vec<(String, String)>, Stri
 /// quantile, which needs two readings a window apart).
 pub async fn check_trigger(found: &FoundTrigger, ctx: &SourceContext) -> Result<String, String> {
     let mut out = String::new();
+    let Some(spec) = check_static(found, &ctx.outbound, ctx.profiles(), &mut out) else {
+        return Err(out);
+    };
+    probe_and_fuse(spec, ctx, out).await
+}
+
+/// `check --no-probe`: what the server checks when it registers a trigger
+/// (metadata, outbound allowlist, credential profiles), with no network and
+/// without reading any profile's secrets.
+pub fn check_trigger_static(
+    found: &FoundTrigger,
+    outbound: &OutboundPolicy,
+    profiles: &Profiles,
+) -> Result<String, String> {
+    let mut out = String::new();
+    match check_static(found, outbound, profiles, &mut out) {
+        Some(_) => {
+            let _ = writeln!(out, "  not probed (--no-probe)");
+            Ok(out)
+        }
+        None => Err(out),
+    }
+}
+
+/// Validate the metadata, the outbound allowlist and the credential profiles
+/// it names, writing the report to `out`; `None` when any of them fails.
+fn check_static(
+    found: &FoundTrigger,
+    outbound: &OutboundPolicy,
+    profiles: &Profiles,
+    out: &mut String,
+) -> Option<TriggerSpec> {
     let _ = writeln!(out, "{}:", found.origin);
     let spec = match TriggerSpec::from_metadata(
         found.metadata.iter().map(|(k, v)| (k.as_str(), v.as_str())),
@@ -129,7 +178,7 @@ pub async fn check_trigger(found: &FoundTrigger, ctx: &SourceContext) -> Result<
             for error in &errors.0 {
                 let _ = writeln!(out, "  invalid: {error}");
             }
-            return Err(out);
+            return None;
         }
     };
     let _ = writeln!(
@@ -144,20 +193,65 @@ pub async fn check_trigger(found: &FoundTrigger, ctx: &SourceContext) -> Result<
     let denied: Vec<_> = spec
         .sources()
         .iter()
-        .flat_map(|source| source.check_outbound(&ctx.outbound))
+        .flat_map(|source| source.check_outbound(outbound))
         .collect();
     if !denied.is_empty() {
         for d in &denied {
             let _ = writeln!(out, "  refused: {d}");
         }
         let _ = writeln!(out, "  would answer: PERMISSION_DENIED");
-        return Err(out);
+        return None;
     }
+    // The profiles it names, as the server authorizes them at registration;
+    // the namespace part only when the file says which namespace.
+    let mut names: Vec<(String, Section)> = spec
+        .sources()
+        .into_iter()
+        .filter_map(|s| match s {
+            SourceSpec::Prometheus(q) => q.auth_profile.map(|n| (n, Section::Prometheus)),
+            _ => None,
+        })
+        .collect();
+    if let Some(broker) = &spec.broker
+        && let Some(name) = broker.source.auth_profile()
+    {
+        names.push((name.to_owned(), broker.source.profile_section()));
+    }
+    for (name, section) in names {
+        let profile = match &found.namespace {
+            Some(namespace) => profiles.resolve(&name, namespace),
+            None => profiles.get(&name),
+        };
+        if let Err(e) = profile.and_then(|p| p.require(&name, section)) {
+            let code = if e.is_permission_denied() {
+                "PERMISSION_DENIED"
+            } else {
+                "INVALID_ARGUMENT"
+            };
+            let _ = writeln!(out, "  profile: {e}");
+            let _ = writeln!(out, "  would answer: {code}");
+            return None;
+        }
+    }
+    Some(spec)
+}
+
+/// Probe each source once and fuse, as the server would.
+async fn probe_and_fuse(
+    spec: TriggerSpec,
+    ctx: &SourceContext,
+    mut out: String,
+) -> Result<String, String> {
     let mut reports = Vec::new();
     let mut failed = false;
     for source in spec.sources() {
         let started = Instant::now();
-        let result = match tokio::time::timeout(PROBE_TIMEOUT, source.read(ctx, &mut SourceMemory::default())).await {
+        let result = match tokio::time::timeout(
+            PROBE_TIMEOUT,
+            source.read(ctx, &mut SourceMemory::default()),
+        )
+        .await
+        {
             Ok(result) => result,
             Err(_) => Err(SourceError::Timeout(PROBE_TIMEOUT)),
         };
@@ -290,8 +384,9 @@ fn describe(out: &mut String, reading: &Reading) {
     }
 }
 
-/// The `check` command.
-pub async fn run(path: &Path, config: &ScalerConfig) -> ExitCode {
+/// The `check` command. With `probe` false (`--no-probe`) it makes only the
+/// static checks: no network, and no profile secret is read.
+pub async fn run(path: &Path, config: &ScalerConfig, probe: bool) -> ExitCode {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) => {
@@ -313,6 +408,23 @@ pub async fn run(path: &Path, config: &ScalerConfig) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if !probe {
+        let mut ok = true;
+        for trigger in &triggers {
+            match check_trigger_static(trigger, &outbound, &config.profiles) {
+                Ok(report) => print!("{report}"),
+                Err(report) => {
+                    ok = false;
+                    print!("{report}");
+                }
+            }
+        }
+        return if ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        };
+    }
     let http = match HttpScraper::with_outbound(PROBE_TIMEOUT, config.max_response_bytes, outbound)
     {
         Ok(http) => http,
@@ -388,6 +500,32 @@ spec:
         let found = find_triggers(yaml).expect("valid");
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].origin, "spec.triggers[1] (external-push)");
+    }
+
+    #[test]
+    fn skips_other_kubernetes_objects_and_keeps_the_namespace() {
+        let yaml = r#"
+apiVersion: v1
+kind: Service
+metadata: {name: vllm-headless, namespace: inference}
+spec: {clusterIP: None}
+---
+apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: x, namespace: inference}
+spec:
+  scaleTargetRef: {name: x}
+  triggers:
+    - type: external
+      metadata:
+        vllmTargets: dns+http://vllm-headless.inference:8000/metrics
+        targetBacklogPerReplica: "10"
+"#;
+        let found = find_triggers(yaml).expect("valid");
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].origin, "document 1 spec.triggers[0] (external)");
+        assert_eq!(found[0].namespace.as_deref(), Some("inference"));
+        assert!(find_triggers("apiVersion: v1\nkind: Service\n").is_err());
     }
 
     #[test]

@@ -77,6 +77,10 @@ pub enum Command {
         /// Scaler-side YAML config (optional).
         #[arg(long, env = "BACKLOG_SCALER_CONFIG")]
         config: Option<PathBuf>,
+        /// Validate only (metadata, outbound allowlist, credential profile
+        /// names and namespaces): no network, no secret read. For CI.
+        #[arg(long)]
+        no_probe: bool,
     },
     /// Ask a running scaler why it reports what it reports.
     Explain {
@@ -168,12 +172,16 @@ async fn run(command: Command) -> ExitCode {
             })
             .await
         }
-        Command::Check { metadata, config } => {
+        Command::Check {
+            metadata,
+            config,
+            no_probe,
+        } => {
             let config = match load_config(config.as_deref()) {
                 Ok(config) => config,
                 Err(code) => return code,
             };
-            crate::check::run(&metadata, &config).await
+            crate::check::run(&metadata, &config, !no_probe).await
         }
         Command::Explain {
             admin_url,

@@ -399,3 +399,61 @@ async fn capacity_policy_reads_arrivals_from_pod_counters() {
     assert!(t["formula"].as_str().is_some_and(|f| f.contains("λ_peak")), "{t:#}");
     server.shutdown().await;
 }
+
+/// A stand-in Prometheus API that records the Authorization and tenant
+/// headers it is sent and answers every instant query with one sample.
+async fn recording_prometheus() -> (std::net::SocketAddr, std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>) {
+    use axum::http::HeaderMap;
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = seen.clone();
+    let app = axum::Router::new().route(
+        "/api/v1/query",
+        axum::routing::get(move |headers: HeaderMap| {
+            let record = record.clone();
+            async move {
+                let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+                record.lock().expect("lock").push((get("authorization"), get("x-scope-orgid")));
+                axum::Json(serde_json::json!({
+                    "status": "success",
+                    "data": {"resultType": "vector", "result": [{"metric": {}, "value": [1.0, "3"]}]}
+                }))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (addr, seen)
+}
+
+#[tokio::test]
+async fn prometheus_credentials_come_from_the_scaler_profile() {
+    let (addr, seen) = recording_prometheus().await;
+    let config = ScalerConfig::parse(
+        "profiles:\n  prom:\n    namespaces: [default]\n    prometheus:\n      bearerToken: {value: tok-123}\n      headers: {X-Scope-OrgID: {value: tenant-a}}\n",
+    )
+    .expect("config");
+    let server = start_server(config).await;
+    let mut client = client(&server).await;
+    let url = format!("http://{addr}");
+    let md = [("prometheusAddress", url.as_str()), ("targetBacklogPerReplica", "10"), ("authProfile", "prom")];
+    let value = client.get_metrics(metrics_request(&object("authed", &md), "")).await.expect("value").into_inner();
+    assert_eq!(value.metric_values[0].metric_value_float, 3.0);
+    let recorded = seen.lock().expect("lock").clone();
+    assert!(!recorded.is_empty());
+    assert!(recorded.iter().all(|(auth, tenant)| auth == "Bearer tok-123" && tenant == "tenant-a"), "{recorded:?}");
+    let (_, explain) = http_get(&format!("http://{}/explain", server.http_addr)).await;
+    assert!(!explain.contains("tok-123"), "the token leaked into /explain");
+
+    // A profile bound to `default` refuses another namespace; an unknown profile is invalid.
+    let mut other = object("other", &md);
+    other.namespace = "team-x".to_owned();
+    assert_eq!(client.get_metric_spec(other).await.expect_err("denied").code(), Code::PermissionDenied);
+    let unknown = [("prometheusAddress", url.as_str()), ("targetBacklogPerReplica", "10"), ("authProfile", "nope")];
+    let status = client.get_metric_spec(object("unknown", &unknown)).await.expect_err("unknown");
+    assert_eq!(status.code(), Code::InvalidArgument);
+    assert!(status.message().contains("nope"), "{}", status.message());
+    server.shutdown().await;
+}

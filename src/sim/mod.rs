@@ -126,6 +126,11 @@ pub struct SimulateArgs {
     /// latency guard on top of the policy), `true` or `false`.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub ttft_guard: bool,
+    /// Extra metadata for the `capacity` trigger, `KEY=VALUE`, repeatable
+    /// (e.g. `--capacity-set peakHoldSeconds=600`); validated as the server
+    /// validates it.
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub capacity_set: Vec<String>,
     /// Runs in parallel (default: the number of CPUs).
     #[arg(long)]
     pub jobs: Option<usize>,
@@ -226,6 +231,15 @@ pub fn config(args: &SimulateArgs) -> Result<SimConfig, String> {
     config.max_replicas = args.max_replicas;
     config.behavior.scale_up = args.scale_up.rules();
     config.policy.scaler_ttft_guard = args.ttft_guard;
+    for pair in &args.capacity_set {
+        let Some((key, value)) = pair.split_once('=') else {
+            return Err(format!("--capacity-set `{pair}`: expected KEY=VALUE"));
+        };
+        config
+            .policy
+            .capacity_extra
+            .push((key.trim().to_owned(), value.trim().to_owned()));
+    }
     Ok(config)
 }
 
@@ -305,6 +319,15 @@ fn simulate(args: &SimulateArgs) -> Result<(), String> {
         config.min_replicas,
         config.max_replicas,
     );
+    if !config.policy.capacity_extra.is_empty() {
+        let extra: Vec<String> = config
+            .policy
+            .capacity_extra
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        println!("capacity trigger also has: {}\n", extra.join(", "));
+    }
     print!("{}", report::text_table(&summaries));
     let errors: usize = results.iter().map(|r| r.scaler_errors).sum();
     if errors > 0 {

@@ -64,7 +64,7 @@ impl PolicyKind {
 }
 
 /// The knobs of the policies.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PolicySettings {
     /// `targetBacklogPerReplica` of this scaler's triggers, and the seed's
     /// waiting-per-replica target.
@@ -78,6 +78,9 @@ pub struct PolicySettings {
     pub drain_rate_per_replica: f64,
     /// Set `ttftSloSeconds` on this scaler's triggers (the latency guard).
     pub scaler_ttft_guard: bool,
+    /// Extra metadata of the `capacity` trigger (`--capacity-set`), applied
+    /// last: overrides the keys above.
+    pub capacity_extra: Vec<(String, String)>,
     /// Window of the seed's TTFT p95 query, seconds.
     pub seed_ttft_window_seconds: f64,
     /// production-stack's waiting-per-replica target.
@@ -107,10 +110,17 @@ pub fn scaler_metadata(kind: PolicyKind, settings: &PolicySettings) -> Vec<(Stri
             format!("{:.3}", settings.drain_rate_per_replica),
         ));
     }
-    metadata
+    let mut metadata: Vec<(String, String)> = metadata
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
-        .collect()
+        .collect();
+    if kind == PolicyKind::Capacity {
+        for (key, value) in &settings.capacity_extra {
+            metadata.retain(|(k, _)| k != key);
+            metadata.push((key.clone(), value.clone()));
+        }
+    }
+    metadata
 }
 
 /// One call of the scaler's decision code, kept when recording.

@@ -56,6 +56,7 @@ impl Default for SimConfig {
                 ttft_slo_seconds: 2.0,
                 drain_rate_per_replica: pod.saturated_throughput(&sizes),
                 scaler_ttft_guard: true,
+                capacity_extra: Vec::new(),
                 seed_ttft_window_seconds: 60.0,
                 production_stack_waiting: 5.0,
             },
