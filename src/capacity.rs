@@ -77,6 +77,11 @@ pub struct CapacityEstimate {
     pub pod_backlog_term: f64,
 }
 
+/// Below this fraction of `μ`, with no arrivals in the poll, the smoothed
+/// rate is read as 0 (0.1 % of one pod's drain rate: far below any load
+/// that needs a replica).
+const IDLE_RATE_FRACTION: f64 = 1e-3;
+
 /// Per-trigger state across readings.
 #[derive(Debug, Clone, Default)]
 pub struct CapacityState {
@@ -123,7 +128,13 @@ impl CapacityState {
                 arrival_rate = arrivals.max(0.0) / dt;
                 let alpha = 1.0 - (-dt / params.arrival_smoothing_seconds.max(1e-9)).exp();
                 let smoothed = self.smoothed.unwrap_or(arrival_rate);
-                self.smoothed = Some(smoothed + alpha * (arrival_rate - smoothed));
+                let mut next = smoothed + alpha * (arrival_rate - smoothed);
+                // An EWMA only approaches 0; without a floor an idle
+                // Deployment would never become inactive (scale to zero).
+                if arrivals <= 0.0 && next < IDLE_RATE_FRACTION * configured {
+                    next = 0.0;
+                }
+                self.smoothed = Some(next);
                 if params.learn_drain_rate && !saturated_drain.is_empty() {
                     let observed = saturated_drain.iter().sum::<f64>() / saturated_drain.len() as f64;
                     let learned = self.learned.unwrap_or(configured);
@@ -296,6 +307,27 @@ mod tests {
             assert!(e.drain_rate_learned);
             assert!((e.drain_rate - bound).abs() < 1e-9, "{observed_per_poll}: {e:?}");
         }
+    }
+
+    #[test]
+    fn an_idle_deployment_decays_to_exactly_zero_after_the_hold() {
+        let mut state = CapacityState::default();
+        let p = CapacityParams {
+            peak_hold_seconds: 300.0,
+            ..params()
+        };
+        let mut finished = 0.0;
+        for i in 0..20 {
+            finished += 10.0;
+            state.observe(&p, 5.0 * i as f64, &[pod("a", 0.0, 4.0, finished)], None);
+        }
+        // Traffic stops: no arrivals, nothing running.
+        let mut last = None;
+        for i in 20..200 {
+            last = Some(state.observe(&p, 5.0 * i as f64, &[pod("a", 0.0, 0.0, finished)], None));
+        }
+        let e = last.expect("estimate");
+        assert_eq!((e.smoothed_rate, e.peak_rate, e.rate_term), (0.0, 0.0, 0.0), "{e:?}");
     }
 
     #[test]

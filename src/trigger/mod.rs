@@ -357,8 +357,11 @@ fn policy(md: &Metadata<'_>, errors: &mut Vec<MetadataError>) -> Policy {
         keys::DRAIN_HORIZON_SECONDS,
         keys::LEARN_DRAIN_RATE,
     ];
+    // Default: `capacity` when a drain rate is given (the simulator shows it
+    // no worse than `backlog` in every scenario: docs/decisions/0010), and
+    // `backlog` otherwise, since `capacity` cannot run without μ.
     let capacity = match md.get(keys::POLICY) {
-        None => false,
+        None => md.has(keys::DRAIN_RATE_PER_REPLICA),
         Some((_, raw)) if raw.eq_ignore_ascii_case("backlog") => false,
         Some((_, raw)) if raw.eq_ignore_ascii_case("capacity") => true,
         Some((sent, raw)) => {
@@ -390,7 +393,7 @@ fn policy(md: &Metadata<'_>, errors: &mut Vec<MetadataError>) -> Policy {
     let params = CapacityParams {
         drain_rate_per_replica: drain.unwrap_or(1.0),
         arrival_smoothing_seconds: seconds(keys::ARRIVAL_SMOOTHING_SECONDS, 15.0, errors),
-        peak_hold_seconds: seconds(keys::PEAK_HOLD_SECONDS, 1200.0, errors),
+        peak_hold_seconds: seconds(keys::PEAK_HOLD_SECONDS, 600.0, errors),
         headroom: number(md, keys::HEADROOM, |v| (0.0..=10.0).contains(&v), "a fraction from 0 to 10, e.g. `0.2`", errors)
             .unwrap_or(0.2),
         drain_horizon_seconds: seconds(keys::DRAIN_HORIZON_SECONDS, 30.0, errors),

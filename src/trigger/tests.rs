@@ -466,3 +466,16 @@ fn capacity_policy_keys() {
     let text = error_text(&[("prometheusAddress", "http://p:9090"), ("targetBacklogPerReplica", "1"), ("policy", "capacity"), ("drainRatePerReplica", "2")]);
     assert!(text.contains("per-pod counters"), "{text}");
 }
+
+#[test]
+fn a_drain_rate_alone_selects_capacity_with_the_documented_defaults() {
+    let mut md = base();
+    md.push(("drainRatePerReplica", "2"));
+    let Policy::Capacity(p) = parse(&md).expect("valid").fusion.policy else {
+        panic!("capacity is the default when μ is given")
+    };
+    assert_eq!(p.peak_hold_seconds, 600.0);
+    let mut md = base();
+    md.extend([("drainRatePerReplica", "2"), ("policy", "backlog")]);
+    assert!(error_text(&md).contains("only applies to `policy: capacity`"));
+}
