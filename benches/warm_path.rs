@@ -635,8 +635,17 @@ async fn bench(clients_n: usize, seqs: usize, rounds: usize, open_rate: f64, ope
     println!();
     println!("verdicts (open loop, the KEDA-like load):");
     for setup in Setup::ALL {
-        let warm = percentile(&open.get(&(setup, Workload::WarmPath)).expect("ran").sequences, 99.0);
-        let floor = percentile(&open.get(&(setup, Workload::Floor3)).expect("ran").sequences, 99.0);
+        let warm = percentile(
+            &open
+                .get(&(setup, Workload::WarmPath))
+                .expect("ran")
+                .sequences,
+            99.0,
+        );
+        let floor = percentile(
+            &open.get(&(setup, Workload::Floor3)).expect("ran").sequences,
+            99.0,
+        );
         let ratio = warm as f64 / floor.max(1) as f64;
         println!(
             "  {clients_n} clients, {:<10} channels: p99 < 1 ms: {} ({:.3} ms); p99 within {TARGET_RATIO}x floor: {} ({ratio:.2}x: {:.3} ms vs floor {:.3} ms)",

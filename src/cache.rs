@@ -284,7 +284,10 @@ impl DecisionCache {
             }
         };
         if let Some(broker) = &spec.broker {
-            broker.source.authorize(profiles, namespace).map_err(classify)?;
+            broker
+                .source
+                .authorize(profiles, namespace)
+                .map_err(classify)?;
         }
         let prometheus_profiles = spec.sources().into_iter().filter_map(|s| match s {
             SourceSpec::Prometheus(q) => q.auth_profile,
@@ -292,7 +295,9 @@ impl DecisionCache {
         });
         for name in prometheus_profiles {
             let profile = profiles.resolve(&name, namespace).map_err(classify)?;
-            profile.require(&name, Section::Prometheus).map_err(classify)?;
+            profile
+                .require(&name, Section::Prometheus)
+                .map_err(classify)?;
         }
         Ok(())
     }

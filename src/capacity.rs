@@ -120,7 +120,8 @@ impl CapacityState {
                         continue; // counter reset: the pod restarted
                     }
                     let finished = now.finished_total - prev.finished_total;
-                    arrivals += finished + (now.waiting - prev.waiting) + (now.running - prev.running);
+                    arrivals +=
+                        finished + (now.waiting - prev.waiting) + (now.running - prev.running);
                     if prev.waiting > 0.0 && now.waiting > 0.0 {
                         saturated_drain.push(finished / dt);
                     }
@@ -136,7 +137,8 @@ impl CapacityState {
                 }
                 self.smoothed = Some(next);
                 if params.learn_drain_rate && !saturated_drain.is_empty() {
-                    let observed = saturated_drain.iter().sum::<f64>() / saturated_drain.len() as f64;
+                    let observed =
+                        saturated_drain.iter().sum::<f64>() / saturated_drain.len() as f64;
                     let learned = self.learned.unwrap_or(configured);
                     let next = learned + alpha * (observed - learned);
                     self.learned = Some(next.clamp(0.5 * configured, 1.5 * configured));
@@ -170,14 +172,30 @@ impl CapacityState {
         self.estimate(params, t, pods, arrival_rate)
     }
 
-    fn estimate(&self, params: &CapacityParams, _t: f64, pods: &[PodCounters], arrival_rate: f64) -> CapacityEstimate {
+    fn estimate(
+        &self,
+        params: &CapacityParams,
+        _t: f64,
+        pods: &[PodCounters],
+        arrival_rate: f64,
+    ) -> CapacityEstimate {
         let mu = self.learned.unwrap_or(params.drain_rate_per_replica);
         let smoothed = self.smoothed.unwrap_or(0.0);
-        let peak = self.peaks.front().map_or(smoothed, |(_, v)| *v).max(smoothed);
+        let peak = self
+            .peaks
+            .front()
+            .map_or(smoothed, |(_, v)| *v)
+            .max(smoothed);
         let horizon = mu * params.drain_horizon_seconds;
         let pod_backlog_term = pods
             .iter()
-            .map(|p| if horizon > 0.0 { (p.waiting / horizon).min(1.0) } else { 1.0 })
+            .map(|p| {
+                if horizon > 0.0 {
+                    (p.waiting / horizon).min(1.0)
+                } else {
+                    1.0
+                }
+            })
             .sum();
         CapacityEstimate {
             arrival_rate,
@@ -248,9 +266,19 @@ mod tests {
     fn pods_joining_or_leaving_make_no_phantom_arrivals() {
         let mut state = CapacityState::default();
         let p = params();
-        state.observe(&p, 0.0, &[pod("a", 5.0, 8.0, 10.0), pod("gone", 40.0, 8.0, 10.0)], None);
+        state.observe(
+            &p,
+            0.0,
+            &[pod("a", 5.0, 8.0, 10.0), pod("gone", 40.0, 8.0, 10.0)],
+            None,
+        );
         // "gone" left with its 48 requests; "new" joined with a lifetime of 9000 finished.
-        let e = state.observe(&p, 5.0, &[pod("a", 5.0, 8.0, 20.0), pod("new", 0.0, 8.0, 9000.0)], None);
+        let e = state.observe(
+            &p,
+            5.0,
+            &[pod("a", 5.0, 8.0, 20.0), pod("new", 0.0, 8.0, 9000.0)],
+            None,
+        );
         assert_eq!(e.arrival_rate, 2.0, "only a's 10 finished in 5 s");
     }
 
@@ -259,7 +287,12 @@ mod tests {
         let mut state = CapacityState::default();
         let p = params();
         // μ·H = 60: 30 waiting is half a pod, 6000 waiting is one pod, not 100.
-        let e = state.observe(&p, 0.0, &[pod("a", 30.0, 8.0, 0.0), pod("b", 6000.0, 8.0, 0.0)], None);
+        let e = state.observe(
+            &p,
+            0.0,
+            &[pod("a", 30.0, 8.0, 0.0), pod("b", 6000.0, 8.0, 0.0)],
+            None,
+        );
         assert!((e.pod_backlog_term - 1.5).abs() < 1e-12, "{e:?}");
     }
 
@@ -282,9 +315,15 @@ mod tests {
         for _ in 0..10 {
             step(&mut state, 10.0);
         }
-        let e = (0..10).map(|_| step(&mut state, 1.0)).last().expect("estimate");
+        let e = (0..10)
+            .map(|_| step(&mut state, 1.0))
+            .last()
+            .expect("estimate");
         assert!(e.smoothed_rate < 1.5 && e.peak_rate > 9.0, "held: {e:?}");
-        let e = (0..20).map(|_| step(&mut state, 1.0)).last().expect("estimate");
+        let e = (0..20)
+            .map(|_| step(&mut state, 1.0))
+            .last()
+            .expect("estimate");
         assert!(e.peak_rate < 1.5, "released after the window: {e:?}");
     }
 
@@ -301,11 +340,19 @@ mod tests {
             for i in 0..200 {
                 finished += observed_per_poll;
                 // Queue persists across polls: the pod is saturated.
-                last = Some(state.observe(&p, 5.0 * i as f64, &[pod("a", 20.0, 32.0, finished)], None));
+                last = Some(state.observe(
+                    &p,
+                    5.0 * i as f64,
+                    &[pod("a", 20.0, 32.0, finished)],
+                    None,
+                ));
             }
             let e = last.expect("estimate");
             assert!(e.drain_rate_learned);
-            assert!((e.drain_rate - bound).abs() < 1e-9, "{observed_per_poll}: {e:?}");
+            assert!(
+                (e.drain_rate - bound).abs() < 1e-9,
+                "{observed_per_poll}: {e:?}"
+            );
         }
     }
 
@@ -327,13 +374,22 @@ mod tests {
             last = Some(state.observe(&p, 5.0 * i as f64, &[pod("a", 0.0, 0.0, finished)], None));
         }
         let e = last.expect("estimate");
-        assert_eq!((e.smoothed_rate, e.peak_rate, e.rate_term), (0.0, 0.0, 0.0), "{e:?}");
+        assert_eq!(
+            (e.smoothed_rate, e.peak_rate, e.rate_term),
+            (0.0, 0.0, 0.0),
+            "{e:?}"
+        );
     }
 
     #[test]
     fn first_reading_seeds_from_the_current_drain() {
         let mut state = CapacityState::default();
-        let e = state.observe(&params(), 0.0, &[pod("a", 0.0, 16.0, 0.0), pod("b", 0.0, 16.0, 0.0)], Some(32.0));
+        let e = state.observe(
+            &params(),
+            0.0,
+            &[pod("a", 0.0, 16.0, 0.0), pod("b", 0.0, 16.0, 0.0)],
+            Some(32.0),
+        );
         // μ·ΣR/C = 2·32/32 = 2 req/s.
         assert_eq!(e.smoothed_rate, 2.0);
     }

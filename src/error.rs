@@ -81,7 +81,9 @@ impl From<ScalerError> for Status {
         let code = match &error {
             ScalerError::MissingRef => Code::InvalidArgument,
             ScalerError::InvalidMetadata { .. } => Code::InvalidArgument,
-            ScalerError::PermissionDenied { .. } | ScalerError::ProfileDenied { .. } => Code::PermissionDenied,
+            ScalerError::PermissionDenied { .. } | ScalerError::ProfileDenied { .. } => {
+                Code::PermissionDenied
+            }
             ScalerError::BadProfile { .. } => Code::InvalidArgument,
             ScalerError::UnknownMetric { .. } => Code::NotFound,
             ScalerError::Unavailable { .. } => Code::Unavailable,

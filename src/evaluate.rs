@@ -220,7 +220,9 @@ fn assemble(
             // most, so w·Q never asks for more than T × partitions (KEDA's
             // kafka scaler caps the same way).
             Some(match reading.partitions {
-                Some(partitions) => weighted.min(spec.fusion.target_per_replica * partitions as f64),
+                Some(partitions) => {
+                    weighted.min(spec.fusion.target_per_replica * partitions as f64)
+                }
                 None => weighted,
             })
         }
@@ -232,7 +234,10 @@ fn assemble(
             let Some((Reading::Engine(reading), at)) = lookup(fresh, &key) else {
                 return Err(format!("{}: no reading", source.label()));
             };
-            if reading.pods.is_empty() && !reading.empty_discovery.is_empty() && spec.broker.is_none() {
+            if reading.pods.is_empty()
+                && !reading.empty_discovery.is_empty()
+                && spec.broker.is_none()
+            {
                 return Err(format!(
                     "{}: the DNS name has no addresses (NXDOMAIN or no records); without a broker source that is a lost signal, not zero pods (a misspelled Service answers the same)",
                     reading.empty_discovery.join(", ")
@@ -335,7 +340,11 @@ fn engine_signals(
             }
             let epoch = *memory.epoch.get_or_insert(at);
             let t = at.saturating_duration_since(epoch).as_secs_f64();
-            Some(memory.capacity.observe(params, t, &pods, fusion.running_per_replica))
+            Some(
+                memory
+                    .capacity
+                    .observe(params, t, &pods, fusion.running_per_replica),
+            )
         }
     };
     Ok(Signals {

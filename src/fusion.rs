@@ -661,7 +661,10 @@ mod tests {
         let p = FusionParams {
             policy: Policy::Capacity(cap),
             running_per_replica: Some(32.0),
-            latency: Some(LatencyGuard { slo_seconds: 1.0, tolerance: 0.1 }),
+            latency: Some(LatencyGuard {
+                slo_seconds: 1.0,
+                tolerance: 0.1,
+            }),
             ..FusionParams::with_target(10.0)
         };
         let estimate = CapacityEstimate {
@@ -685,7 +688,13 @@ mod tests {
         assert!((d.components.demand - 41.0).abs() < 1e-9, "{d:?}");
         assert_eq!(d.components.capacity, Some(estimate));
         // TTFT 3 s with work waiting: D_lat = 10·2·2 = 40 < 41, demand still wins.
-        let d = fuse(&p, &Signals { ttft_seconds: Some(3.0), ..s });
+        let d = fuse(
+            &p,
+            &Signals {
+                ttft_seconds: Some(3.0),
+                ..s
+            },
+        );
         assert_eq!(d.components.driver, Driver::Demand);
         assert_eq!(d.components.latency_term, Some(40.0));
     }

@@ -128,7 +128,10 @@ impl ScalerService {
     /// True when `message` was not logged within [`REFUSAL_LOG_INTERVAL`].
     fn first_refusal(&self, message: &str) -> bool {
         let now = Instant::now();
-        let mut logged = self.refusals_logged.lock().unwrap_or_else(|e| e.into_inner());
+        let mut logged = self
+            .refusals_logged
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         logged.retain(|_, at| now.duration_since(*at) < REFUSAL_LOG_INTERVAL);
         if logged.contains_key(message) {
             return false;

@@ -64,14 +64,36 @@ async fn broker_backlog_activates_a_deployment_with_no_engine_pods() {
     let mut object = object("embedder", &md);
     object.namespace = "batch".to_owned();
 
-    let spec = client.get_metric_spec(object.clone()).await.expect("spec").into_inner();
+    let spec = client
+        .get_metric_spec(object.clone())
+        .await
+        .expect("spec")
+        .into_inner();
     assert_eq!(spec.metric_specs[0].target_size_float, 5.0);
-    let empty = client.get_metrics(metrics_request(&object, "")).await.expect("value").into_inner();
-    assert_eq!(empty.metric_values[0].metric_value_float, 0.0, "an empty queue is a measured 0");
-    assert!(!client.is_active(object.clone()).await.expect("active").into_inner().result);
+    let empty = client
+        .get_metrics(metrics_request(&object, ""))
+        .await
+        .expect("value")
+        .into_inner();
+    assert_eq!(
+        empty.metric_values[0].metric_value_float, 0.0,
+        "an empty queue is a measured 0"
+    );
+    assert!(
+        !client
+            .is_active(object.clone())
+            .await
+            .expect("active")
+            .into_inner()
+            .result
+    );
 
     // Zero replicas: only the queue can wake the Deployment, and a push does it.
-    let mut stream = client.stream_is_active(object.clone()).await.expect("stream").into_inner();
+    let mut stream = client
+        .stream_is_active(object.clone())
+        .await
+        .expect("stream")
+        .into_inner();
     for i in 0..3 {
         client_sqs
             .send_message()
@@ -87,8 +109,15 @@ async fn broker_backlog_activates_a_deployment_with_no_engine_pods() {
         .expect("open")
         .expect("ok");
     assert!(pushed.result);
-    let value = client.get_metrics(metrics_request(&object, "")).await.expect("value").into_inner();
-    assert_eq!(value.metric_values[0].metric_value_float, 6.0, "w·Q = 2 × 3");
+    let value = client
+        .get_metrics(metrics_request(&object, ""))
+        .await
+        .expect("value")
+        .into_inner();
+    assert_eq!(
+        value.metric_values[0].metric_value_float, 6.0,
+        "w·Q = 2 × 3"
+    );
 
     let (_, explain) = http_get(&format!("http://{}/explain", server.http_addr)).await;
     assert!(explain.contains("\"brokerTerm\":6.0"), "{explain}");
@@ -102,7 +131,11 @@ async fn broker_backlog_activates_a_deployment_with_no_engine_pods() {
     let intruder = object_in("team-x", &md);
     let status = client.get_metric_spec(intruder).await.expect_err("refused");
     assert_eq!(status.code(), Code::PermissionDenied);
-    assert!(status.message().contains("sqs-batch") && !status.message().contains(SECRET), "{}", status.message());
+    assert!(
+        status.message().contains("sqs-batch") && !status.message().contains(SECRET),
+        "{}",
+        status.message()
+    );
 
     // The broker goes away: the held value, then UNAVAILABLE; never 0.
     moto.kill();
@@ -110,7 +143,11 @@ async fn broker_backlog_activates_a_deployment_with_no_engine_pods() {
     let mut unavailable = false;
     while killed.elapsed() < Duration::from_secs(8) {
         match client.get_metrics(metrics_request(&object, "")).await {
-            Ok(v) => assert_eq!(v.into_inner().metric_values[0].metric_value_float, 6.0, "held, not 0"),
+            Ok(v) => assert_eq!(
+                v.into_inner().metric_values[0].metric_value_float,
+                6.0,
+                "held, not 0"
+            ),
             Err(status) => {
                 assert_eq!(status.code(), Code::Unavailable, "{status:?}");
                 assert!(!status.message().contains(SECRET));

@@ -377,7 +377,10 @@ async fn capacity_policy_reads_arrivals_from_pod_counters() {
             ("pollIntervalSeconds", "1"),
         ],
     );
-    client.get_metrics(metrics_request(&object, "")).await.expect("first");
+    client
+        .get_metrics(metrics_request(&object, ""))
+        .await
+        .expect("first");
     // 10 finished per pod per second, gauges flat: 20 req/s arriving.
     let started = Instant::now();
     while started.elapsed() < Duration::from_secs(6) {
@@ -391,18 +394,29 @@ async fn capacity_policy_reads_arrivals_from_pod_counters() {
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     let t = explain(&server, "capacity").await;
-    let rate = t["components"]["capacity"]["smoothedRate"].as_f64().expect("capacity terms");
-    assert!((14.0..=26.0).contains(&rate), "smoothed arrivals ≈ 20 req/s: {t:#}");
+    let rate = t["components"]["capacity"]["smoothedRate"]
+        .as_f64()
+        .expect("capacity terms");
+    assert!(
+        (14.0..=26.0).contains(&rate),
+        "smoothed arrivals ≈ 20 req/s: {t:#}"
+    );
     let value = t["value"].as_f64().expect("value");
     // D = T·(1.2·λ_peak/μ + 0) ≈ 10·1.2·20/5 = 48 (λ_peak ≥ λ̂).
     assert!(value >= 10.0 * 1.2 * rate / 5.0 - 1e-9, "{t:#}");
-    assert!(t["formula"].as_str().is_some_and(|f| f.contains("λ_peak")), "{t:#}");
+    assert!(
+        t["formula"].as_str().is_some_and(|f| f.contains("λ_peak")),
+        "{t:#}"
+    );
     server.shutdown().await;
 }
 
 /// A stand-in Prometheus API that records the Authorization and tenant
 /// headers it is sent and answers every instant query with one sample.
-async fn recording_prometheus() -> (std::net::SocketAddr, std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>) {
+async fn recording_prometheus() -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>,
+) {
     use axum::http::HeaderMap;
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let record = seen.clone();
@@ -420,7 +434,9 @@ async fn recording_prometheus() -> (std::net::SocketAddr, std::sync::Arc<std::sy
             }
         }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
     let addr = listener.local_addr().expect("addr");
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
@@ -438,21 +454,51 @@ async fn prometheus_credentials_come_from_the_scaler_profile() {
     let server = start_server(config).await;
     let mut client = client(&server).await;
     let url = format!("http://{addr}");
-    let md = [("prometheusAddress", url.as_str()), ("targetBacklogPerReplica", "10"), ("authProfile", "prom")];
-    let value = client.get_metrics(metrics_request(&object("authed", &md), "")).await.expect("value").into_inner();
+    let md = [
+        ("prometheusAddress", url.as_str()),
+        ("targetBacklogPerReplica", "10"),
+        ("authProfile", "prom"),
+    ];
+    let value = client
+        .get_metrics(metrics_request(&object("authed", &md), ""))
+        .await
+        .expect("value")
+        .into_inner();
     assert_eq!(value.metric_values[0].metric_value_float, 3.0);
     let recorded = seen.lock().expect("lock").clone();
     assert!(!recorded.is_empty());
-    assert!(recorded.iter().all(|(auth, tenant)| auth == "Bearer tok-123" && tenant == "tenant-a"), "{recorded:?}");
+    assert!(
+        recorded
+            .iter()
+            .all(|(auth, tenant)| auth == "Bearer tok-123" && tenant == "tenant-a"),
+        "{recorded:?}"
+    );
     let (_, explain) = http_get(&format!("http://{}/explain", server.http_addr)).await;
-    assert!(!explain.contains("tok-123"), "the token leaked into /explain");
+    assert!(
+        !explain.contains("tok-123"),
+        "the token leaked into /explain"
+    );
 
     // A profile bound to `default` refuses another namespace; an unknown profile is invalid.
     let mut other = object("other", &md);
     other.namespace = "team-x".to_owned();
-    assert_eq!(client.get_metric_spec(other).await.expect_err("denied").code(), Code::PermissionDenied);
-    let unknown = [("prometheusAddress", url.as_str()), ("targetBacklogPerReplica", "10"), ("authProfile", "nope")];
-    let status = client.get_metric_spec(object("unknown", &unknown)).await.expect_err("unknown");
+    assert_eq!(
+        client
+            .get_metric_spec(other)
+            .await
+            .expect_err("denied")
+            .code(),
+        Code::PermissionDenied
+    );
+    let unknown = [
+        ("prometheusAddress", url.as_str()),
+        ("targetBacklogPerReplica", "10"),
+        ("authProfile", "nope"),
+    ];
+    let status = client
+        .get_metric_spec(object("unknown", &unknown))
+        .await
+        .expect_err("unknown");
     assert_eq!(status.code(), Code::InvalidArgument);
     assert!(status.message().contains("nope"), "{}", status.message());
     server.shutdown().await;

@@ -379,7 +379,10 @@ fn kafka_backlog_is_capped_at_t_times_partitions() {
 
 fn engine_and_broker_spec() -> TriggerSpec {
     spec(&[
-        ("vllmTargets", "dns+http://llama-headless.inference:8000/metrics"),
+        (
+            "vllmTargets",
+            "dns+http://llama-headless.inference:8000/metrics",
+        ),
         ("queueURL", "http://127.0.0.1:9/000000000000/jobs"),
         ("awsRegion", "us-east-1"),
         ("targetBacklogPerReplica", "10"),
@@ -415,15 +418,29 @@ fn a_name_with_no_addresses_is_zero_pods_only_with_a_broker() {
     let d = evaluate(&s, reports(&s, states), &mut TriggerMemory::default(), now)
         .decision_at(now)
         .expect("zero pods is a reading");
-    assert_eq!((d.backlog, d.components.replicas_reporting, d.active), (4.0, 0, true));
+    assert_eq!(
+        (d.backlog, d.components.replicas_reporting, d.active),
+        (4.0, 0, true)
+    );
 
     // Without a broker: the same answer is a lost signal (a typo looks the same).
     let s = spec(&[
-        ("vllmTargets", "dns+http://llama-headless.inference:8000/metrics"),
+        (
+            "vllmTargets",
+            "dns+http://llama-headless.inference:8000/metrics",
+        ),
         ("targetBacklogPerReplica", "10"),
     ]);
-    let err = evaluate(&s, reports(&s, vec![no_pods(now)]), &mut TriggerMemory::default(), now)
-        .decision_at(now)
-        .expect_err("lost");
-    assert!(err.0.contains("no addresses") && err.0.contains("not zero pods"), "{err}");
+    let err = evaluate(
+        &s,
+        reports(&s, vec![no_pods(now)]),
+        &mut TriggerMemory::default(),
+        now,
+    )
+    .decision_at(now)
+    .expect_err("lost");
+    assert!(
+        err.0.contains("no addresses") && err.0.contains("not zero pods"),
+        "{err}"
+    );
 }

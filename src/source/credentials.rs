@@ -234,19 +234,32 @@ impl PrometheusProfile {
     /// Read every secret into request credentials.
     pub fn request_auth(&self, profile: &str) -> Result<crate::source::RequestAuth, ProfileError> {
         let bearer_token = match &self.bearer_token {
-            Some(token) => Some(read_field(profile, "prometheus.bearerToken", token)?.expose().to_owned()),
+            Some(token) => Some(
+                read_field(profile, "prometheus.bearerToken", token)?
+                    .expose()
+                    .to_owned(),
+            ),
             None => None,
         };
         let basic = match &self.basic_auth {
             Some(b) => Some((
-                read_field(profile, "prometheus.basicAuth.username", &b.username)?.expose().to_owned(),
-                read_field(profile, "prometheus.basicAuth.password", &b.password)?.expose().to_owned(),
+                read_field(profile, "prometheus.basicAuth.username", &b.username)?
+                    .expose()
+                    .to_owned(),
+                read_field(profile, "prometheus.basicAuth.password", &b.password)?
+                    .expose()
+                    .to_owned(),
             )),
             None => None,
         };
         let mut headers = Vec::new();
         for (name, value) in &self.headers {
-            headers.push((name.clone(), read_field(profile, "prometheus.headers", value)?.expose().to_owned()));
+            headers.push((
+                name.clone(),
+                read_field(profile, "prometheus.headers", value)?
+                    .expose()
+                    .to_owned(),
+            ));
         }
         Ok(crate::source::RequestAuth {
             bearer_token,
@@ -619,7 +632,9 @@ impl Profiles {
     }
 
     /// Prometheus credentials of every profile that has them, read now.
-    pub fn prometheus_auth(&self) -> Result<std::collections::HashMap<String, crate::source::RequestAuth>, ProfileError> {
+    pub fn prometheus_auth(
+        &self,
+    ) -> Result<std::collections::HashMap<String, crate::source::RequestAuth>, ProfileError> {
         let mut auth = std::collections::HashMap::new();
         for (name, profile) in &self.profiles {
             if let Some(prometheus) = &profile.prometheus {

@@ -117,7 +117,10 @@ impl Engine {
                     to_seconds: 0.001,
                 }),
                 model_label: Some("model"),
-                finished: &["nv_inference_request_success", "nv_inference_request_failure"],
+                finished: &[
+                    "nv_inference_request_success",
+                    "nv_inference_request_failure",
+                ],
                 rank_labels: &[],
             },
             Engine::Tgi => EngineMetrics {
@@ -395,7 +398,8 @@ impl EngineSource {
             Some(name) => running.total(name).map_err(parse_error)?,
             None => None,
         };
-        let finished_total = finished.total(names.finished.first().copied().unwrap_or("finished"))
+        let finished_total = finished
+            .total(names.finished.first().copied().unwrap_or("finished"))
             .map_err(parse_error)?;
         let kv_cache_usage = match kv_name_used {
             Some(name) => kv.mean(name).map_err(parse_error)?,
@@ -424,7 +428,10 @@ impl EngineSource {
 /// Resolve every target to the URLs to scrape now, deduplicated. `dns+`
 /// addresses are checked against the outbound allowlist here, so a refusal
 /// names the DNS name it came from.
-pub async fn resolve_all(targets: &[ScrapeTarget], ctx: &SourceContext) -> Result<Discovered, SourceError> {
+pub async fn resolve_all(
+    targets: &[ScrapeTarget],
+    ctx: &SourceContext,
+) -> Result<Discovered, SourceError> {
     let mut discovered = Discovered::default();
     for target in targets {
         let urls = target.resolve_checked(&ctx.outbound).await?;

@@ -98,16 +98,17 @@ impl ScrapeTarget {
                 host,
                 port,
             } => {
-                let addrs: Vec<SocketAddr> = match tokio::net::lookup_host((host.as_str(), *port)).await {
-                    Ok(addrs) => addrs.collect(),
-                    Err(e) if is_no_such_name(&e) => Vec::new(),
-                    Err(e) => {
-                        return Err(SourceError::Upstream {
-                            target: self.to_string(),
-                            reason: format!("DNS lookup of `{host}` failed: {e}"),
-                        });
-                    }
-                };
+                let addrs: Vec<SocketAddr> =
+                    match tokio::net::lookup_host((host.as_str(), *port)).await {
+                        Ok(addrs) => addrs.collect(),
+                        Err(e) if is_no_such_name(&e) => Vec::new(),
+                        Err(e) => {
+                            return Err(SourceError::Upstream {
+                                target: self.to_string(),
+                                reason: format!("DNS lookup of `{host}` failed: {e}"),
+                            });
+                        }
+                    };
                 let mut urls = Vec::with_capacity(addrs.len());
                 for addr in addrs {
                     let mut url = template.clone();
@@ -465,10 +466,14 @@ mod resolution_tests {
 
     #[test]
     fn only_definite_negative_answers_mean_no_such_name() {
-        let gai = |text: &str| std::io::Error::other(format!("failed to lookup address information: {text}"));
+        let gai = |text: &str| {
+            std::io::Error::other(format!("failed to lookup address information: {text}"))
+        };
         assert!(is_no_such_name(&gai("Name or service not known")));
         assert!(is_no_such_name(&gai("No address associated with hostname")));
-        assert!(!is_no_such_name(&gai("Temporary failure in name resolution")));
+        assert!(!is_no_such_name(&gai(
+            "Temporary failure in name resolution"
+        )));
         assert!(!is_no_such_name(&gai("System error")));
     }
 }

@@ -82,7 +82,11 @@ impl SourceSpec {
 
     /// Take one reading. `memory` is the poller's state between readings
     /// (open broker connections, Kafka's previous offsets).
-    pub async fn read(&self, ctx: &SourceContext, memory: &mut SourceMemory) -> Result<Reading, SourceError> {
+    pub async fn read(
+        &self,
+        ctx: &SourceContext,
+        memory: &mut SourceMemory,
+    ) -> Result<Reading, SourceError> {
         match self {
             SourceSpec::Engine(source) => source.read(ctx).await.map(Reading::Engine),
             SourceSpec::Dcgm(source) => source.read(ctx).await.map(Reading::Gpu),
@@ -104,7 +108,11 @@ pub struct SourceMemory {
 
 /// Host names (or `host:port`) a broker source connects to first.
 fn broker_hosts(source: &BrokerSource) -> Vec<String> {
-    let host_of = |url: &str| reqwest::Url::parse(url).ok().and_then(|u| u.host_str().map(str::to_owned));
+    let host_of = |url: &str| {
+        reqwest::Url::parse(url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned))
+    };
     match source {
         BrokerSource::Sqs(sqs) => {
             let mut hosts = Vec::new();
@@ -124,10 +132,17 @@ fn broker_hosts(source: &BrokerSource) -> Vec<String> {
             .map(|server| {
                 // `host:port` or `[v6]:port`.
                 let host = server.rsplit_once(':').map_or(server.as_str(), |(h, _)| h);
-                host.trim_start_matches('[').trim_end_matches(']').to_owned()
+                host.trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .to_owned()
             })
             .collect(),
-        BrokerSource::RabbitMq(rabbit) => rabbit.url.host_str().map(str::to_owned).into_iter().collect(),
+        BrokerSource::RabbitMq(rabbit) => rabbit
+            .url
+            .host_str()
+            .map(str::to_owned)
+            .into_iter()
+            .collect(),
     }
 }
 
@@ -180,7 +195,11 @@ pub struct SourceContext {
 impl SourceContext {
     /// A context with no credentials.
     pub fn new(http: HttpScraper) -> Result<SourceContext, broker::BrokerContextError> {
-        Self::with_profiles(http, Arc::new(credentials::Profiles::default()), HashMap::new())
+        Self::with_profiles(
+            http,
+            Arc::new(credentials::Profiles::default()),
+            HashMap::new(),
+        )
     }
 
     /// A context with credential profiles (Prometheus credentials read).

@@ -16,9 +16,9 @@ use reqwest::Url;
 
 use crate::capacity::CapacityParams;
 use crate::fusion::{FusionParams, GpuGuard, LatencyGuard, Policy};
+use crate::source::broker::{self, BrokerTrigger};
 use crate::source::dcgm::PodSelector;
 use crate::source::prometheus::DefaultQueries;
-use crate::source::broker::{self, BrokerTrigger};
 use crate::source::{DcgmSource, Engine, EngineSource, PromQuery, SourceSpec};
 pub use values::Metadata;
 use values::{
@@ -256,7 +256,15 @@ impl TriggerSpec {
         let prometheus = prometheus_address(&md, &mut errors);
         let has_engine = md.has(keys::VLLM_TARGETS) || prometheus.is_some();
         let engine_input = if has_engine || broker.is_none() {
-            engine_input(&md, engine, model_name, prometheus.as_ref(), needs, ttft, &mut errors)
+            engine_input(
+                &md,
+                engine,
+                model_name,
+                prometheus.as_ref(),
+                needs,
+                ttft,
+                &mut errors,
+            )
         } else {
             // A broker-only trigger (an async worker fed by a queue):
             // engine-signal keys have nothing to read.
@@ -268,7 +276,10 @@ impl TriggerSpec {
                 keys::MODEL_NAME,
             ] {
                 if md.has(key) {
-                    errors.push(conflict(key, "needs engine signals: set `vllmTargets` or `prometheusAddress`"));
+                    errors.push(conflict(
+                        key,
+                        "needs engine signals: set `vllmTargets` or `prometheusAddress`",
+                    ));
                 }
             }
             None
@@ -378,7 +389,14 @@ fn policy(md: &Metadata<'_>, errors: &mut Vec<MetadataError>) -> Policy {
         return Policy::Backlog;
     }
     let seconds = |key: &'static str, default: f64, errors: &mut Vec<MetadataError>| {
-        number(md, key, |v| v > 0.0 && v <= 86_400.0, "a number of seconds in (0, 86400]", errors).unwrap_or(default)
+        number(
+            md,
+            key,
+            |v| v > 0.0 && v <= 86_400.0,
+            "a number of seconds in (0, 86400]",
+            errors,
+        )
+        .unwrap_or(default)
     };
     let learn = match md.get(keys::LEARN_DRAIN_RATE) {
         None => false,
@@ -394,8 +412,14 @@ fn policy(md: &Metadata<'_>, errors: &mut Vec<MetadataError>) -> Policy {
         drain_rate_per_replica: drain.unwrap_or(1.0),
         arrival_smoothing_seconds: seconds(keys::ARRIVAL_SMOOTHING_SECONDS, 15.0, errors),
         peak_hold_seconds: seconds(keys::PEAK_HOLD_SECONDS, 600.0, errors),
-        headroom: number(md, keys::HEADROOM, |v| (0.0..=10.0).contains(&v), "a fraction from 0 to 10, e.g. `0.2`", errors)
-            .unwrap_or(0.2),
+        headroom: number(
+            md,
+            keys::HEADROOM,
+            |v| (0.0..=10.0).contains(&v),
+            "a fraction from 0 to 10, e.g. `0.2`",
+            errors,
+        )
+        .unwrap_or(0.2),
         drain_horizon_seconds: seconds(keys::DRAIN_HORIZON_SECONDS, 30.0, errors),
         learn_drain_rate: learn,
     };

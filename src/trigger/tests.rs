@@ -443,16 +443,26 @@ fn vllm_targets_with_prometheus_for_the_gpu_only_is_allowed() {
 #[test]
 fn capacity_policy_keys() {
     let mut md = base();
-    md.extend([("policy", "capacity"), ("drainRatePerReplica", "2.5"), ("peakHoldSeconds", "600"), ("learnDrainRate", "true")]);
+    md.extend([
+        ("policy", "capacity"),
+        ("drainRatePerReplica", "2.5"),
+        ("peakHoldSeconds", "600"),
+        ("learnDrainRate", "true"),
+    ]);
     let spec = parse(&md).expect("valid");
-    let Policy::Capacity(p) = spec.fusion.policy else { panic!("capacity") };
+    let Policy::Capacity(p) = spec.fusion.policy else {
+        panic!("capacity")
+    };
     assert_eq!(p.drain_rate_per_replica, 2.5);
     assert_eq!(p.peak_hold_seconds, 600.0);
     assert_eq!(p.arrival_smoothing_seconds, 15.0);
     assert_eq!(p.headroom, 0.2);
     assert_eq!(p.drain_horizon_seconds, 30.0);
     assert!(p.learn_drain_rate);
-    assert_eq!(parse(&base()).expect("valid").fusion.policy, Policy::Backlog);
+    assert_eq!(
+        parse(&base()).expect("valid").fusion.policy,
+        Policy::Backlog
+    );
 
     let mut md = base();
     md.push(("policy", "capacity"));
@@ -463,7 +473,12 @@ fn capacity_policy_keys() {
     let mut md = base();
     md.push(("policy", "fastest"));
     assert!(error_text(&md).contains("`backlog` or `capacity`"));
-    let text = error_text(&[("prometheusAddress", "http://p:9090"), ("targetBacklogPerReplica", "1"), ("policy", "capacity"), ("drainRatePerReplica", "2")]);
+    let text = error_text(&[
+        ("prometheusAddress", "http://p:9090"),
+        ("targetBacklogPerReplica", "1"),
+        ("policy", "capacity"),
+        ("drainRatePerReplica", "2"),
+    ]);
     assert!(text.contains("per-pod counters"), "{text}");
 }
 
