@@ -373,7 +373,7 @@ fn url_ip(url: &Url) -> Option<IpAddr> {
 
 /// reqwest's Display hides the cause ("error sending request"); the chain
 /// has the part an operator needs ("Connection refused").
-fn describe_reqwest_error(error: &reqwest::Error) -> String {
+pub(crate) fn describe_reqwest_error(error: &reqwest::Error) -> String {
     let mut text = if error.is_timeout() {
         "timed out".to_owned()
     } else if error.is_connect() {

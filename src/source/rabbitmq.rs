@@ -347,7 +347,7 @@ impl RabbitMqSource {
             )
             .send()
             .await
-            .map_err(|e| upstream(describe(&e)))?;
+            .map_err(|e| upstream(super::http::describe_reqwest_error(&e)))?;
         let status = response.status();
         if !status.is_success() {
             let hint = match status.as_u16() {
@@ -359,7 +359,11 @@ impl RabbitMqSource {
             return Err(upstream(format!("GET {url}: HTTP status {status}{hint}")));
         }
         let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|e| upstream(describe(&e)))? {
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| upstream(super::http::describe_reqwest_error(&e)))?
+        {
             if body.len() + chunk.len() > MAX_HTTP_BODY {
                 return Err(upstream(format!("response exceeds {MAX_HTTP_BODY} bytes")));
             }
@@ -456,27 +460,6 @@ fn percent_decode(text: &str) -> Option<String> {
         }
     }
     String::from_utf8(out).ok()
-}
-
-/// reqwest's Display hides the cause; the chain has it ("Connection refused").
-fn describe(error: &reqwest::Error) -> String {
-    let mut text = if error.is_timeout() {
-        "timed out".to_owned()
-    } else if error.is_connect() {
-        "connect failed".to_owned()
-    } else {
-        error.to_string()
-    };
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]
