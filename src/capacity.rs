@@ -90,6 +90,8 @@ pub struct CapacityState {
     /// (time, λ̂) with λ̂ strictly decreasing: the front is the window's max.
     peaks: VecDeque<(f64, f64)>,
     learned: Option<f64>,
+    /// `a/Δt` of the newest poll, repeated when the same reading is seen again.
+    last_arrival_rate: f64,
 }
 
 impl CapacityState {
@@ -145,9 +147,9 @@ impl CapacityState {
                 }
             }
             Some((t0, before)) => {
-                // Same or older timestamp: nothing new to learn.
+                // Same or older timestamp (a re-evaluation): nothing new.
                 self.previous = Some((t0, before));
-                return self.estimate(params, t, pods, 0.0);
+                return self.estimate(params, t, pods, self.last_arrival_rate);
             }
             None => {
                 let seed = running_per_replica
@@ -157,6 +159,7 @@ impl CapacityState {
             }
         }
         self.previous = Some((t, current));
+        self.last_arrival_rate = arrival_rate;
         let smoothed = self.smoothed.unwrap_or(0.0);
         while self.peaks.back().is_some_and(|(_, v)| *v <= smoothed) {
             self.peaks.pop_back();
