@@ -45,6 +45,19 @@ pub(super) struct Writer {
     pub(super) out: String,
 }
 
+/// Append a label value escaped as the text format requires (`\\`, `\"`,
+/// `\n`); every client library the fixtures imitate escapes the same three.
+pub(super) fn push_label_value(out: &mut String, value: &str) {
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+}
+
 impl Writer {
     pub(super) fn header(&mut self, name: &str, suffix: &str, help: &str, kind: &str) {
         self.out.push_str("# HELP ");
@@ -82,14 +95,7 @@ impl Writer {
                 }
                 self.out.push_str(k);
                 self.out.push_str("=\"");
-                for c in v.chars() {
-                    match c {
-                        '\\' => self.out.push_str("\\\\"),
-                        '\n' => self.out.push_str("\\n"),
-                        '"' => self.out.push_str("\\\""),
-                        c => self.out.push(c),
-                    }
-                }
+                push_label_value(&mut self.out, v);
                 self.out.push('"');
             }
             self.out.push('}');

@@ -57,14 +57,7 @@ impl Writer {
             self.out.push('{');
             self.out.push_str(k);
             self.out.push_str("=\"");
-            for c in v.chars() {
-                match c {
-                    '\\' => self.out.push_str("\\\\"),
-                    '"' => self.out.push_str("\\\""),
-                    '\n' => self.out.push_str("\\n"),
-                    c => self.out.push(c),
-                }
-            }
+            super::render::push_label_value(&mut self.out, v);
             self.out.push_str("\"}");
         }
         let _ = writeln!(self.out, " {value}");

@@ -80,14 +80,7 @@ impl CppWriter {
                 }
                 self.out.push_str(k);
                 self.out.push_str("=\"");
-                for c in v.chars() {
-                    match c {
-                        '\n' => self.out.push_str("\\n"),
-                        '\\' => self.out.push_str("\\\\"),
-                        '"' => self.out.push_str("\\\""),
-                        c => self.out.push(c),
-                    }
-                }
+                super::render::push_label_value(&mut self.out, v);
                 self.out.push('"');
             }
             self.out.push('}');
