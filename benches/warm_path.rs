@@ -39,11 +39,11 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use backlog_scaler::config::ScalerConfig;
-use backlog_scaler::exporter::{FakeVllmPod, ModelLoad};
+use backlog_scaler::api::server::{RunningServer, ServerOptions};
+use backlog_scaler::fake::{FakeVllmPod, ModelLoad};
+use backlog_scaler::guard::config::ScalerConfig;
 use backlog_scaler::proto::external_scaler_client::ExternalScalerClient;
 use backlog_scaler::proto::{GetMetricsRequest, ScaledObjectRef};
-use backlog_scaler::server::{RunningServer, ServerOptions};
 use tokio::sync::Barrier;
 use tonic::transport::Channel;
 use tonic_health::pb::HealthCheckRequest;

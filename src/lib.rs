@@ -33,26 +33,14 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod admin;
-pub mod cache;
-pub mod capacity;
-pub mod check;
+pub mod api;
 pub mod cli;
-pub mod config;
-pub mod demo;
-pub mod error;
-pub mod evaluate;
-pub mod explain;
-pub mod exporter;
-pub mod fusion;
-pub mod latency;
-pub mod poller;
-pub mod server;
-pub mod service;
+pub mod decide;
+pub mod fake;
+pub mod guard;
+pub mod runtime;
 pub mod sim;
 pub mod source;
-pub mod telemetry;
-pub mod tls;
 pub mod trigger;
 
 /// Code generated from `proto/externalscaler.proto`.

@@ -3,7 +3,7 @@
 
 mod common;
 
-use backlog_scaler::config::ScalerConfig;
+use backlog_scaler::guard::config::ScalerConfig;
 use common::*;
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus;

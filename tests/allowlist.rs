@@ -9,9 +9,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use backlog_scaler::config::ScalerConfig;
-use backlog_scaler::source::outbound::OutboundConfig;
-use backlog_scaler::source::{HttpScraper, OutboundPolicy};
+use backlog_scaler::guard::config::ScalerConfig;
+use backlog_scaler::guard::outbound::OutboundConfig;
+use backlog_scaler::guard::outbound::OutboundPolicy;
+use backlog_scaler::source::HttpScraper;
 use common::*;
 use reqwest::Url;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

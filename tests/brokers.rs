@@ -11,10 +11,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use backlog_scaler::guard::credentials::Profiles;
 use backlog_scaler::source::broker::{
     BrokerContext, BrokerMemory, BrokerReading, BrokerSource, BrokerTrigger, parse_metadata,
 };
-use backlog_scaler::source::credentials::Profiles;
 use backlog_scaler::source::{PollOutcome, SourceError};
 use fixtures::{Moto, Noida, Proxy, logs, moto, rabbit};
 

@@ -8,7 +8,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use backlog_scaler::exporter::{
+use backlog_scaler::fake::{
     DCGM_FB_TOTAL_MIB, DcgmGpu, EngineKind, FakeDcgmExporter, FakeVllmPod, FinishReason, ModelLoad,
     PodState, SGLANG_MAX_TOTAL_NUM_TOKENS, TGI_DURATION_BUCKETS, TGI_MAX_BATCH_TOTAL_TOKENS,
     dcgm_gpu_uuid, render_dcgm_metrics, render_engine_metrics,

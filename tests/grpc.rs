@@ -5,7 +5,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use backlog_scaler::config::ScalerConfig;
+use backlog_scaler::guard::config::ScalerConfig;
 use common::*;
 use tokio_stream::StreamExt;
 use tonic::Code;

@@ -6,7 +6,7 @@ mod common;
 
 use std::process::Command;
 
-use backlog_scaler::config::ScalerConfig;
+use backlog_scaler::guard::config::ScalerConfig;
 use common::*;
 
 /// The grpcurl binary: `$GRPCURL`, or `grpcurl` on PATH.

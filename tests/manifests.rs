@@ -608,16 +608,17 @@ async fn base_config_with_its_secret_starts_a_scaler() {
         "/var/run/secrets/backlog-scaler/brokers",
         dir.path().to_str().expect("utf-8"),
     );
-    let config =
-        backlog_scaler::config::ScalerConfig::parse(&config_text).expect("the base config parses");
-    let server =
-        backlog_scaler::server::RunningServer::start(backlog_scaler::server::ServerOptions::new(
+    let config = backlog_scaler::guard::config::ScalerConfig::parse(&config_text)
+        .expect("the base config parses");
+    let server = backlog_scaler::api::server::RunningServer::start(
+        backlog_scaler::api::server::ServerOptions::new(
             "127.0.0.1:0".parse().expect("addr"),
             "127.0.0.1:0".parse().expect("addr"),
             config,
-        ))
-        .await
-        .expect("the scaler starts with the base config and Secret");
+        ),
+    )
+    .await
+    .expect("the scaler starts with the base config and Secret");
     let ready = reqwest::get(format!("http://{}/readyz", server.http_addr))
         .await
         .expect("admin answers");

@@ -11,7 +11,7 @@ mod fixtures;
 use std::time::{Duration, Instant};
 
 use aws_sdk_sqs::config::{BehaviorVersion, Credentials, Region};
-use backlog_scaler::config::ScalerConfig;
+use backlog_scaler::guard::config::ScalerConfig;
 use common::*;
 use fixtures::Moto;
 use tokio_stream::StreamExt;

@@ -6,14 +6,17 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use backlog_scaler::config::ScalerConfig;
-use backlog_scaler::exporter::{EngineKind, FakeDcgmExporter, FakeVllmPod, ModelLoad, PodState};
+use backlog_scaler::fake::{EngineKind, FakeDcgmExporter, FakeVllmPod, ModelLoad, PodState};
+use backlog_scaler::guard::config::ScalerConfig;
 use common::prometheus::PrometheusServer;
 use common::*;
 use tonic::Code;
 
 /// `/explain` JSON of one ScaledObject.
-async fn explain(server: &backlog_scaler::server::RunningServer, name: &str) -> serde_json::Value {
+async fn explain(
+    server: &backlog_scaler::api::server::RunningServer,
+    name: &str,
+) -> serde_json::Value {
     let (_, body) = http_get(&format!("http://{}/explain?name={name}", server.http_addr)).await;
     let json: serde_json::Value = serde_json::from_str(&body).expect("JSON");
     json["triggers"][0].clone()

@@ -6,7 +6,7 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use backlog_scaler::evaluate::{TriggerMemory, decide_engine};
+use backlog_scaler::decide::freshness::{TriggerMemory, decide_engine};
 use backlog_scaler::sim::arrivals::{Builtin, RequestSizes, Scenario};
 use backlog_scaler::sim::fleet::{Fleet, PodModel};
 use backlog_scaler::sim::hpa::{Behavior, Hpa, Keda, Target, replicas_for_metric};

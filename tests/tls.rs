@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use backlog_scaler::config::ScalerConfig;
+use backlog_scaler::api::server::{RunningServer, ServerOptions};
+use backlog_scaler::api::tls::TlsOptions;
+use backlog_scaler::guard::config::ScalerConfig;
 use backlog_scaler::proto::external_scaler_client::ExternalScalerClient;
-use backlog_scaler::server::{RunningServer, ServerOptions};
-use backlog_scaler::tls::TlsOptions;
 use common::*;
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,

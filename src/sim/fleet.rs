@@ -28,7 +28,7 @@ use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 
 use super::arrivals::{Request, RequestSizes};
-use crate::exporter::TTFT_BUCKETS;
+use crate::fake::TTFT_BUCKETS;
 use crate::source::engine::{Buckets, Engine, EngineReading, PodReading};
 
 /// What one pod is and how it starts.

@@ -1,7 +1,7 @@
 //! `simulate`: a Deployment of vLLM-like pods under KEDA and the HPA,
 //! driven by each policy, so every scaling decision can be tried offline.
 //!
-//! The scaler's own policies run through [`crate::evaluate::decide_engine`],
+//! The scaler's own policies run through [`crate::decide::freshness::decide_engine`],
 //! the code the server runs on a scraped reading: nothing of the formula is
 //! copied here. See docs/decisions/0007-simulator.md for the model and its
 //! limits.

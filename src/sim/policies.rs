@@ -1,7 +1,7 @@
 //! The policies compared, and how each turns what it sees into HPA metrics.
 //!
 //! - `backlog` and `capacity`: this scaler. Every poll, the ready pods'
-//!   readings go through [`crate::evaluate::decide_engine`], the code the
+//!   readings go through [`crate::decide::freshness::decide_engine`], the code the
 //!   server runs for a `vllmTargets` trigger, with metadata parsed by
 //!   [`TriggerSpec::from_metadata`] as the server parses it; the HPA gets
 //!   `B` against an `AverageValue` target `T`. Nothing of the formula is
@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 
 use super::hpa::Target;
 use super::view::PrometheusView;
-use crate::evaluate::{TriggerMemory, decide_engine};
-use crate::fusion::Decision;
+use crate::decide::freshness::{TriggerMemory, decide_engine};
+use crate::decide::fusion::Decision;
 use crate::source::engine::EngineReading;
 use crate::trigger::TriggerSpec;
 

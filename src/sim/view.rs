@@ -12,7 +12,7 @@
 //! triggers write them:
 //! - `sum(vllm:num_requests_waiting)`, `sum(vllm:num_requests_running)`;
 //! - `histogram_quantile(q, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket[w])))`,
-//!   computed with the scaler's own code ([`crate::latency`]): per-pod bucket
+//!   computed with the scaler's own code ([`crate::decide::ttft_window`]): per-pod bucket
 //!   increases over the scrapes inside the window, summed, then Prometheus's
 //!   interpolation. (Prometheus's `rate` also extrapolates to the window's
 //!   edges; that scales every bucket of a pod alike and leaves the quantile
@@ -21,7 +21,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use crate::latency::{TtftSnapshot, histogram_quantile, window_increase};
+use crate::decide::ttft_window::{TtftSnapshot, histogram_quantile, window_increase};
 use crate::source::engine::EngineReading;
 
 /// Prometheus's timing.

@@ -9,7 +9,7 @@ use std::time::Duration;
 use reqwest::Url;
 
 use super::SourceError;
-use super::outbound::{OutboundDenied, OutboundPolicy, PolicyResolver};
+use crate::guard::outbound::{OutboundDenied, OutboundPolicy, PolicyResolver};
 
 /// Default cap on a scraped body. A vLLM pod with a few models exposes well
 /// under 1 MiB; the cap stops a misdirected target from exhausting memory.

@@ -5,16 +5,11 @@
 //! triggers whose specs are equal share one poller.
 
 pub mod broker;
-pub mod credentials;
 pub mod dcgm;
 pub mod engine;
 pub mod http;
-pub mod kafka;
-pub mod outbound;
 pub mod prom_text;
 pub mod prometheus;
-pub mod rabbitmq;
-pub mod sqs;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -23,11 +18,12 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::guard::credentials;
+use crate::guard::outbound::{OutboundDenied, OutboundPolicy};
 pub use broker::{BrokerContext, BrokerMemory, BrokerReading, BrokerSource};
 pub use dcgm::{DcgmSource, GpuReading};
 pub use engine::{Engine, EngineReading, EngineSource, PodReading};
 pub use http::{HttpScraper, RequestAuth, ScrapeTarget};
-pub use outbound::{OutboundDenied, OutboundPolicy};
 pub use prometheus::{PromQuery, QueryReading};
 
 /// What to read. Equal specs share one poller.
@@ -119,7 +115,7 @@ fn broker_hosts(source: &BrokerSource) -> Vec<String> {
             if let Some(endpoint) = sqs.endpoint.as_deref().and_then(host_of) {
                 hosts.push(endpoint);
             }
-            if let sqs::QueueRef::Url { url, .. } = &sqs.queue
+            if let broker::sqs::QueueRef::Url { url, .. } = &sqs.queue
                 && let Some(host) = host_of(url)
             {
                 hosts.push(host);

@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use reqwest::Url;
 
-use crate::capacity::CapacityParams;
-use crate::fusion::{FusionParams, GpuGuard, LatencyGuard, Policy};
+use crate::decide::capacity::CapacityParams;
+use crate::decide::fusion::{FusionParams, GpuGuard, LatencyGuard, Policy};
 use crate::source::broker::{self, BrokerTrigger};
 use crate::source::dcgm::PodSelector;
 use crate::source::prometheus::DefaultQueries;

@@ -7,11 +7,11 @@ pub mod prometheus;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use backlog_scaler::config::ScalerConfig;
-use backlog_scaler::exporter::{FakeVllmPod, ModelLoad};
+use backlog_scaler::api::server::{RunningServer, ServerOptions};
+use backlog_scaler::fake::{FakeVllmPod, ModelLoad};
+use backlog_scaler::guard::config::ScalerConfig;
 use backlog_scaler::proto::external_scaler_client::ExternalScalerClient;
 use backlog_scaler::proto::{GetMetricsRequest, ScaledObjectRef};
-use backlog_scaler::server::{RunningServer, ServerOptions};
 use tonic::transport::Channel;
 
 pub const MODEL: &str = "meta-llama/Llama-3.1-8B-Instruct";

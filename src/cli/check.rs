@@ -13,12 +13,12 @@ use serde_yaml_ng::Value;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
-use crate::config::ScalerConfig;
-use crate::evaluate::{SignalReport, TriggerMemory, evaluate};
-use crate::explain::formula;
-use crate::poller::{SignalState, Timed};
-use crate::source::credentials::{Profiles, Section};
-use crate::source::outbound::OutboundPolicy;
+use crate::api::explain::formula;
+use crate::decide::freshness::{SignalReport, TriggerMemory, evaluate};
+use crate::guard::config::ScalerConfig;
+use crate::guard::credentials::{Profiles, Section};
+use crate::guard::outbound::OutboundPolicy;
+use crate::runtime::poller::{SignalState, Timed};
 use crate::source::{HttpScraper, Reading, SourceContext, SourceError, SourceMemory, SourceSpec};
 use crate::trigger::TriggerSpec;
 

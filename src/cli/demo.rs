@@ -14,11 +14,11 @@ use std::time::{Duration, Instant};
 use tokio_stream::StreamExt;
 use tonic::transport::Channel;
 
-use crate::config::ScalerConfig;
-use crate::exporter::FakeFleet;
+use crate::api::server::{RunningServer, ServerOptions};
+use crate::fake::FakeFleet;
+use crate::guard::config::ScalerConfig;
 use crate::proto::external_scaler_client::ExternalScalerClient;
 use crate::proto::{GetMetricsRequest, ScaledObjectRef};
-use crate::server::{RunningServer, ServerOptions};
 
 /// The demo's model name, as a vLLM pod would label it.
 pub const DEMO_MODEL: &str = "meta-llama/Llama-3.1-8B-Instruct";
@@ -83,7 +83,7 @@ pub async fn run(
     let shutdown = server.shutdown_token();
     let result = tokio::select! {
         result = live_view(&server, &fleet, metadata, started) => result,
-        _ = crate::cli::shutdown_signal() => Ok(()),
+        _ = crate::runtime::shutdown::shutdown_signal() => Ok(()),
         _ = async {
             match duration {
                 Some(d) => tokio::time::sleep(d).await,

@@ -1,4 +1,10 @@
 //! Command line: `serve`, `check`, `explain`, `demo`, `simulate`.
+//!
+//! Rule: the top layer; commands parse arguments, build what they need
+//! from the layers below and print. May use every folder.
+
+pub mod check;
+pub mod demo;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -7,9 +13,9 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use crate::config::ScalerConfig;
-use crate::server::{RunningServer, ServerOptions};
-use crate::tls::TlsOptions;
+use crate::api::server::{RunningServer, ServerOptions};
+use crate::api::tls::TlsOptions;
+use crate::guard::config::ScalerConfig;
 
 /// A KEDA external scaler that fuses GPU-inference signals into one
 /// backlog-equivalent metric.
@@ -181,7 +187,7 @@ async fn run(command: Command) -> ExitCode {
                 Ok(config) => config,
                 Err(code) => return code,
             };
-            crate::check::run(&metadata, &config, !no_probe).await
+            crate::cli::check::run(&metadata, &config, !no_probe).await
         }
         Command::Explain {
             admin_url,
@@ -194,7 +200,7 @@ async fn run(command: Command) -> ExitCode {
             pods,
             duration,
         } => {
-            crate::demo::run(
+            crate::cli::demo::run(
                 grpc_addr,
                 http_addr,
                 pods,
@@ -246,35 +252,12 @@ async fn serve(options: ServerOptions) -> ExitCode {
     };
     let token = server.shutdown_token();
     tokio::spawn(async move {
-        shutdown_signal().await;
+        crate::runtime::shutdown::shutdown_signal().await;
         tracing::info!("shutdown requested; ending streams and draining");
         token.cancel();
     });
     server.wait().await;
     ExitCode::SUCCESS
-}
-
-/// Resolves on SIGINT or SIGTERM (what kubelet sends).
-pub async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = ctrl_c => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = ctrl_c.await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = ctrl_c.await;
-    }
 }
 
 async fn explain(admin_url: &str, namespace: Option<String>, name: Option<String>) -> ExitCode {

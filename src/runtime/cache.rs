@@ -20,13 +20,14 @@ use tokio_stream::StreamExt;
 use tokio_stream::StreamMap;
 use tokio_stream::wrappers::WatchStream;
 
-pub use crate::evaluate::{Evaluation, SignalReport, Status, Unavailable};
-use crate::evaluate::{TriggerMemory, evaluate};
-use crate::fusion::Decision;
-use crate::poller::{Poller, PollerKey, PollerRegistry};
-use crate::source::credentials::{ProfileError, Section};
-use crate::source::{OutboundDenied, SourceSpec};
-use crate::telemetry::{Telemetry, TriggerLabels};
+pub use crate::decide::freshness::{Evaluation, SignalReport, Status, Unavailable};
+use crate::decide::freshness::{TriggerMemory, evaluate};
+use crate::decide::fusion::Decision;
+use crate::guard::credentials::{ProfileError, Section};
+use crate::guard::outbound::OutboundDenied;
+use crate::runtime::poller::{Poller, PollerKey, PollerRegistry};
+use crate::runtime::telemetry::{Telemetry, TriggerLabels};
+use crate::source::SourceSpec;
 use crate::trigger::{MetadataErrors, TriggerSpec};
 
 /// Server-wide settings of the cache.

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
 use tokio::task::AbortHandle;
 
+use crate::runtime::telemetry::Telemetry;
 use crate::source::{PollOutcome, Reading, SourceContext, SourceError, SourceMemory, SourceSpec};
-use crate::telemetry::Telemetry;
 
 /// What identifies a poller: the source and how often it is read. Triggers
 /// with the same source but another interval get their own poller, so that

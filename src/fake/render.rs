@@ -844,9 +844,9 @@ http_request_duration_seconds_created{handler="/v1/chat/completions",method="POS
             .filter(|l| l.starts_with("vllm:time_to_first_token_seconds_bucket{"))
             .filter_map(|l| l.split("le=\"").nth(1)?.split('"').next())
             .collect();
-        let want: Vec<String> = crate::exporter::TTFT_BUCKETS
+        let want: Vec<String> = crate::fake::TTFT_BUCKETS
             .iter()
-            .map(|b| crate::exporter::format_float(*b))
+            .map(|b| crate::fake::format_float(*b))
             .chain(["+Inf".to_owned()])
             .collect();
         assert_eq!(les, want);

@@ -27,7 +27,7 @@
 
 use serde::Serialize;
 
-pub use crate::capacity::{CapacityEstimate, CapacityParams};
+pub use crate::decide::capacity::{CapacityEstimate, CapacityParams};
 
 /// How demand `D` is computed (`policy`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -36,7 +36,7 @@ pub enum Policy {
     /// `D = W + T·R/C`: work in flight plus work queued.
     Backlog,
     /// `D = T·((1+headroom)·λ_peak/μ + Σ min(1, W_i/(μ·H)))`: from the
-    /// arrival rate (see [`crate::capacity`]).
+    /// arrival rate (see [`crate::decide::capacity`]).
     Capacity(CapacityParams),
 }
 

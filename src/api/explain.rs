@@ -5,8 +5,8 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use crate::cache::{Status, TriggerEntry};
-use crate::fusion::{Components, Driver, FusionParams, GpuAction, Policy};
+use crate::decide::fusion::{Components, Driver, FusionParams, GpuAction, Policy};
+use crate::runtime::cache::{Status, TriggerEntry};
 use crate::source::Reading;
 
 /// `/explain`'s body.

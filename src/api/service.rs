@@ -14,15 +14,15 @@ use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 
-use crate::cache::{DecisionCache, Evaluation, RegisterError, TriggerEntry};
-use crate::error::ScalerError;
-use crate::fusion::Decision;
+use crate::api::status::ScalerError;
+use crate::decide::fusion::Decision;
 use crate::proto::external_scaler_server::ExternalScaler;
 use crate::proto::{
     GetMetricSpecResponse, GetMetricsRequest, GetMetricsResponse, IsActiveResponse, MetricSpec,
     MetricValue, ScaledObjectRef,
 };
-use crate::telemetry::Telemetry;
+use crate::runtime::cache::{DecisionCache, Evaluation, RegisterError, TriggerEntry};
+use crate::runtime::telemetry::Telemetry;
 
 /// The gRPC service.
 #[derive(Debug, Clone)]

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::*;
-use crate::poller::Timed;
+use crate::runtime::poller::Timed;
 use crate::source::engine::Buckets;
 use crate::source::prometheus::SeriesValue;
 use crate::source::{Engine, PodReading, SourceError};

@@ -14,9 +14,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde::Deserialize;
 
-use crate::cache::DecisionCache;
-use crate::explain::TriggerExplain;
-use crate::telemetry::Telemetry;
+use crate::api::explain::TriggerExplain;
+use crate::runtime::cache::DecisionCache;
+use crate::runtime::telemetry::Telemetry;
 
 /// What the admin handlers read.
 #[derive(Debug, Clone)]

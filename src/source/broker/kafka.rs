@@ -28,9 +28,9 @@ use rdkafka::error::KafkaError;
 use rdkafka::{ClientConfig, ClientContext, Offset, TopicPartitionList};
 use tokio::task::JoinHandle;
 
-use super::SourceError;
-use super::broker::{BrokerContext, BrokerReading, Md, join_error, keys};
-use super::credentials::{KafkaClientSettings, Section};
+use super::{BrokerContext, BrokerReading, Md, join_error, keys};
+use crate::guard::credentials::{KafkaClientSettings, Section};
+use crate::source::SourceError;
 
 /// Longest Kafka topic name.
 const MAX_TOPIC_LEN: usize = 249;

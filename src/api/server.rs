@@ -2,7 +2,7 @@
 //! shutdown. Used by `serve`, `demo` and the integration tests.
 //!
 //! The gRPC listener speaks TLS (optionally mTLS) when [`ServerOptions::tls`]
-//! is set, with certificates reloaded from disk ([`crate::tls`]); the admin
+//! is set, with certificates reloaded from disk ([`crate::api::tls`]); the admin
 //! listener is always plaintext HTTP, so bind it to an address only the
 //! kubelet and Prometheus reach (or `127.0.0.1`).
 
@@ -16,15 +16,15 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::server::TcpIncoming;
 
-use crate::admin::{self, AdminState};
-use crate::cache::DecisionCache;
-use crate::config::ScalerConfig;
-use crate::poller::PollerRegistry;
+use crate::api::admin::{self, AdminState};
+use crate::api::service::ScalerService;
+use crate::api::tls::{ReloadingTlsConfig, TlsError, TlsOptions};
+use crate::guard::config::ScalerConfig;
 use crate::proto::external_scaler_server::ExternalScalerServer;
-use crate::service::ScalerService;
+use crate::runtime::cache::DecisionCache;
+use crate::runtime::poller::PollerRegistry;
+use crate::runtime::telemetry::Telemetry;
 use crate::source::HttpScraper;
-use crate::telemetry::Telemetry;
-use crate::tls::{ReloadingTlsConfig, TlsError, TlsOptions};
 
 /// Where to listen and how to behave.
 #[derive(Debug, Clone)]
@@ -172,7 +172,8 @@ impl RunningServer {
                 // Our own accept loop rather than tonic's ServerTlsConfig,
                 // which cannot swap certificates on a running server.
                 Some(tls) => {
-                    let incoming = crate::tls::incoming(grpc_listener, tls, grpc_shutdown.clone());
+                    let incoming =
+                        crate::api::tls::incoming(grpc_listener, tls, grpc_shutdown.clone());
                     router
                         .serve_with_incoming_shutdown(incoming, grpc_shutdown.cancelled_owned())
                         .await

@@ -8,10 +8,10 @@
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
-use crate::capacity::{CapacityState, PodCounters};
-use crate::fusion::{self, Decision, Policy, Signals};
-use crate::latency::{TtftSnapshot, TtftWindow};
-use crate::poller::SignalState;
+use crate::decide::capacity::{CapacityState, PodCounters};
+use crate::decide::fusion::{self, Decision, Policy, Signals};
+use crate::decide::ttft_window::{TtftSnapshot, TtftWindow};
+use crate::runtime::poller::SignalState;
 use crate::source::{EngineReading, PromQuery, QueryReading, Reading, SourceSpec};
 use crate::trigger::{EngineInput, GpuInput, PromSignals, TriggerSpec};
 

@@ -2,8 +2,8 @@
 
 use tonic::{Code, Status};
 
-use crate::cache::Unavailable;
-use crate::source::OutboundDenied;
+use crate::guard::outbound::OutboundDenied;
+use crate::runtime::cache::Unavailable;
 use crate::trigger::MetadataErrors;
 
 /// Why a gRPC call failed.

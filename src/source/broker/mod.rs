@@ -24,12 +24,16 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use self::kafka::{KafkaMemory, KafkaSource};
+use self::rabbitmq::{RabbitMqMemory, RabbitMqSource};
+use self::sqs::{SqsClientKey, SqsMemory, SqsSource};
 use super::SourceError;
-use super::credentials::{ProfileError, Profiles, Section, valid_profile_name};
-use super::kafka::{KafkaMemory, KafkaSource};
-use super::rabbitmq::{RabbitMqMemory, RabbitMqSource};
-use super::sqs::{SqsClientKey, SqsMemory, SqsSource};
+use crate::guard::credentials::{ProfileError, Profiles, Section, valid_profile_name};
 use crate::trigger::MetadataError;
+
+pub mod kafka;
+pub mod rabbitmq;
+pub mod sqs;
 
 /// Q for one trigger, as KEDA's built-in scaler for that broker would count it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -594,8 +598,8 @@ pub(crate) fn join_error(label: &str, error: tokio::task::JoinError) -> SourceEr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::kafka::OffsetResetPolicy;
-    use crate::source::rabbitmq::Protocol;
+    use crate::source::broker::kafka::OffsetResetPolicy;
+    use crate::source::broker::rabbitmq::Protocol;
 
     fn parse(pairs: &[(&'static str, &'static str)]) -> Result<Option<BrokerTrigger>, String> {
         let map: BTreeMap<&'static str, &'static str> = pairs.iter().copied().collect();

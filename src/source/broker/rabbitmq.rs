@@ -27,9 +27,9 @@ use lapin::uri::{AMQPAuthority, AMQPQueryString, AMQPScheme, AMQPUri, AMQPUserIn
 use lapin::{Channel, Connection, ConnectionProperties};
 use reqwest::Url;
 
-use super::SourceError;
-use super::broker::{BrokerContext, BrokerReading, Md, keys};
-use super::credentials::{RabbitMqCredentials, Secret, Section};
+use super::{BrokerContext, BrokerReading, Md, keys};
+use crate::guard::credentials::{RabbitMqCredentials, Secret, Section};
+use crate::source::SourceError;
 
 /// Longest AMQP short string (queue and vhost names).
 const MAX_NAME_LEN: usize = 255;
@@ -347,7 +347,7 @@ impl RabbitMqSource {
             )
             .send()
             .await
-            .map_err(|e| upstream(super::http::describe_reqwest_error(&e)))?;
+            .map_err(|e| upstream(crate::source::http::describe_reqwest_error(&e)))?;
         let status = response.status();
         if !status.is_success() {
             let hint = match status.as_u16() {
@@ -362,7 +362,7 @@ impl RabbitMqSource {
         while let Some(chunk) = response
             .chunk()
             .await
-            .map_err(|e| upstream(super::http::describe_reqwest_error(&e)))?
+            .map_err(|e| upstream(crate::source::http::describe_reqwest_error(&e)))?
         {
             if body.len() + chunk.len() > MAX_HTTP_BODY {
                 return Err(upstream(format!("response exceeds {MAX_HTTP_BODY} bytes")));

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::cache::CacheSettings;
+use crate::guard::outbound::OutboundConfig;
+use crate::runtime::cache::CacheSettings;
 use crate::source::http::DEFAULT_MAX_RESPONSE_BYTES;
-use crate::source::outbound::OutboundConfig;
 
 /// The `--config` file. Every field is optional.
 ///
@@ -47,9 +47,9 @@ pub struct ScalerConfig {
     /// metadata: `aws`, `kafka`, `rabbitmq` and `prometheus` sections, each
     /// secret as `{value: …}`, `{env: VAR}` or `{file: /path}` (a mounted
     /// Secret), and an optional `namespaces` list of who may use it. See
-    /// [`crate::source::credentials`]. Default: none.
+    /// [`crate::guard::credentials`]. Default: none.
     #[serde(default)]
-    pub profiles: crate::source::credentials::Profiles,
+    pub profiles: crate::guard::credentials::Profiles,
 }
 
 const fn default_cold_start_budget_millis() -> u64 {
@@ -69,7 +69,7 @@ impl Default for ScalerConfig {
             idle_timeout_seconds: default_idle_timeout_seconds(),
             max_response_bytes: default_max_response_bytes(),
             outbound: OutboundConfig::default(),
-            profiles: crate::source::credentials::Profiles::default(),
+            profiles: crate::guard::credentials::Profiles::default(),
         }
     }
 }
@@ -222,7 +222,7 @@ mod readme_tests {
     /// `outbound:` is a valid `--config` file: the docs cannot drift.
     #[test]
     fn readme_config_examples_parse() {
-        let readme = include_str!("../README.md");
+        let readme = include_str!("../../README.md");
         let mut checked = 0;
         for block in readme.split("```yaml\n").skip(1) {
             let Some((yaml, _)) = block.split_once("```") else {

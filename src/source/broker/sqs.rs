@@ -19,8 +19,8 @@ use aws_sdk_sqs::error::DisplayErrorContext;
 use aws_sdk_sqs::types::QueueAttributeName;
 use reqwest::Url;
 
-use super::SourceError;
-use super::broker::{BrokerContext, BrokerReading, Md, keys};
+use super::{BrokerContext, BrokerReading, Md, keys};
+use crate::source::SourceError;
 
 /// Longest SQS queue name (AWS's limit).
 const MAX_QUEUE_NAME_LEN: usize = 80;
@@ -181,7 +181,7 @@ impl SqsSource {
                 .profiles
                 .get(name)
                 .and_then(|p| {
-                    p.require(name, super::credentials::Section::Aws)?;
+                    p.require(name, crate::guard::credentials::Section::Aws)?;
                     Ok(p.aws.clone())
                 })
                 .map_err(|e| self.upstream(e.to_string()))?

@@ -30,7 +30,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use crate::fusion::{Decision, Driver, GpuAction};
+use crate::decide::fusion::{Decision, Driver, GpuAction};
 use crate::source::PollOutcome;
 
 /// Labels of per-trigger series.
