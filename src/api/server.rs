@@ -21,10 +21,10 @@ use crate::api::service::ScalerService;
 use crate::api::tls::{ReloadingTlsConfig, TlsError, TlsOptions};
 use crate::guard::config::ScalerConfig;
 use crate::proto::external_scaler_server::ExternalScalerServer;
-use crate::runtime::cache::DecisionCache;
+use crate::runtime::cache::{CacheSettings, DecisionCache};
 use crate::runtime::poller::PollerRegistry;
 use crate::runtime::telemetry::Telemetry;
-use crate::source::HttpScraper;
+use crate::source::{HttpScraper, SourceContext};
 
 /// Where to listen and how to behave.
 #[derive(Debug, Clone)]
@@ -123,19 +123,16 @@ impl RunningServer {
             .map(ReloadingTlsConfig::load)
             .transpose()?
             .map(Arc::new);
-        let ctx = options
-            .config
-            .source_context(HttpScraper::with_outbound(
-                HTTP_TIMEOUT,
-                options.config.max_response_bytes,
-                outbound,
-            )?)
-            .map_err(StartError::Config)?;
+        let ctx = SourceContext::from_config(
+            &options.config,
+            HttpScraper::with_outbound(HTTP_TIMEOUT, options.config.max_response_bytes, outbound)?,
+        )
+        .map_err(StartError::Config)?;
         let pollers = PollerRegistry::new(ctx, telemetry.clone());
         let cache = Arc::new(DecisionCache::new(
             pollers,
             telemetry.clone(),
-            options.config.cache_settings(),
+            CacheSettings::from_config(&options.config),
         ));
         let shutdown = CancellationToken::new();
         let ready = Arc::new(AtomicBool::new(false));

@@ -433,7 +433,7 @@ pub async fn run(path: &Path, config: &ScalerConfig, probe: bool) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let ctx = match config.source_context(http) {
+    let ctx = match SourceContext::from_config(config, http) {
         Ok(ctx) => ctx,
         Err(e) => {
             eprintln!("backlog-scaler: {e}");

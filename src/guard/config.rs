@@ -5,13 +5,16 @@
 //! them), never in trigger metadata.
 
 use std::path::Path;
-use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::guard::outbound::OutboundConfig;
-use crate::runtime::cache::CacheSettings;
-use crate::source::http::DEFAULT_MAX_RESPONSE_BYTES;
+use super::credentials::Profiles;
+use super::outbound::OutboundConfig;
+
+/// Default cap on a scraped body (`maxResponseBytes`). A vLLM pod with a few
+/// models exposes well under 1 MiB; the cap stops a misdirected target from
+/// exhausting memory.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 10 * 1024 * 1024;
 
 /// The `--config` file. Every field is optional.
 ///
@@ -49,7 +52,7 @@ pub struct ScalerConfig {
     /// Secret), and an optional `namespaces` list of who may use it. See
     /// [`crate::guard::credentials`]. Default: none.
     #[serde(default)]
-    pub profiles: crate::guard::credentials::Profiles,
+    pub profiles: Profiles,
 }
 
 const fn default_cold_start_budget_millis() -> u64 {
@@ -69,7 +72,7 @@ impl Default for ScalerConfig {
             idle_timeout_seconds: default_idle_timeout_seconds(),
             max_response_bytes: default_max_response_bytes(),
             outbound: OutboundConfig::default(),
-            profiles: crate::guard::credentials::Profiles::default(),
+            profiles: Profiles::default(),
         }
     }
 }
@@ -134,32 +137,6 @@ impl ScalerConfig {
         config.profiles.validate().map_err(|e| e.to_string())?;
         Ok(config)
     }
-
-    /// The sources' shared context: HTTP client, outbound policy, broker
-    /// clients, and every profile's secrets read once now (a missing
-    /// environment variable or file fails here, at start-up, not at the
-    /// first poll).
-    pub fn source_context(
-        &self,
-        http: crate::source::HttpScraper,
-    ) -> Result<crate::source::SourceContext, String> {
-        self.profiles.check_secrets().map_err(|e| e.to_string())?;
-        let prometheus_auth = self.profiles.prometheus_auth().map_err(|e| e.to_string())?;
-        crate::source::SourceContext::with_profiles(
-            http,
-            std::sync::Arc::new(self.profiles.clone()),
-            prometheus_auth,
-        )
-        .map_err(|e| e.to_string())
-    }
-
-    /// The cache settings this config implies.
-    pub fn cache_settings(&self) -> CacheSettings {
-        CacheSettings {
-            cold_start_budget: Duration::from_millis(self.cold_start_budget_millis),
-            idle_timeout: Duration::from_secs(self.idle_timeout_seconds),
-        }
-    }
 }
 
 #[cfg(test)]
@@ -174,11 +151,7 @@ mod tests {
         );
         let c = ScalerConfig::parse("idleTimeoutSeconds: 60\ncoldStartBudgetMillis: 500\n")
             .expect("valid");
-        assert_eq!(c.cache_settings().idle_timeout, Duration::from_secs(60));
-        assert_eq!(
-            c.cache_settings().cold_start_budget,
-            Duration::from_millis(500)
-        );
+        assert_eq!((c.idle_timeout_seconds, c.cold_start_budget_millis), (60, 500));
     }
 
     #[test]

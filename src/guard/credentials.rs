@@ -232,7 +232,7 @@ pub struct BasicAuth {
 
 impl PrometheusProfile {
     /// Read every secret into request credentials.
-    pub fn request_auth(&self, profile: &str) -> Result<crate::source::RequestAuth, ProfileError> {
+    pub fn request_auth(&self, profile: &str) -> Result<RequestAuth, ProfileError> {
         let bearer_token = match &self.bearer_token {
             Some(token) => Some(
                 read_field(profile, "prometheus.bearerToken", token)?
@@ -261,7 +261,7 @@ impl PrometheusProfile {
                     .to_owned(),
             ));
         }
-        Ok(crate::source::RequestAuth {
+        Ok(RequestAuth {
             bearer_token,
             basic,
             headers,
@@ -634,7 +634,7 @@ impl Profiles {
     /// Prometheus credentials of every profile that has them, read now.
     pub fn prometheus_auth(
         &self,
-    ) -> Result<std::collections::HashMap<String, crate::source::RequestAuth>, ProfileError> {
+    ) -> Result<std::collections::HashMap<String, RequestAuth>, ProfileError> {
         let mut auth = std::collections::HashMap::new();
         for (name, profile) in &self.profiles {
             if let Some(prometheus) = &profile.prometheus {
@@ -787,6 +787,53 @@ impl KafkaProfile {
             }
         }
         Ok(KafkaClientSettings { settings })
+    }
+}
+
+/// Credentials for an HTTP upstream (a Prometheus server), from the
+/// scaler-side config, never from metadata. Debug output redacts secrets.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct RequestAuth {
+    /// `Authorization: Bearer <token>`.
+    pub bearer_token: Option<String>,
+    /// HTTP basic auth: username and password.
+    pub basic: Option<(String, String)>,
+    /// Extra headers (e.g. `X-Scope-OrgID` for Thanos or Mimir tenants).
+    pub headers: Vec<(String, String)>,
+}
+
+impl fmt::Debug for RequestAuth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RequestAuth")
+            .field(
+                "bearer_token",
+                &self.bearer_token.as_ref().map(|_| "<redacted>"),
+            )
+            .field(
+                "basic",
+                &self.basic.as_ref().map(|(user, _)| (user, "<redacted>")),
+            )
+            .field(
+                "headers",
+                &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+impl RequestAuth {
+    /// Add these credentials to a request.
+    pub fn apply(&self, mut request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        if let Some(token) = &self.bearer_token {
+            request = request.bearer_auth(token);
+        }
+        if let Some((user, password)) = &self.basic {
+            request = request.basic_auth(user, Some(password));
+        }
+        for (name, value) in &self.headers {
+            request = request.header(name.as_str(), value.as_str());
+        }
+        request
     }
 }
 

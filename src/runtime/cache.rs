@@ -49,6 +49,16 @@ impl Default for CacheSettings {
     }
 }
 
+impl CacheSettings {
+    /// The settings a scaler config implies.
+    pub fn from_config(config: &crate::guard::config::ScalerConfig) -> CacheSettings {
+        CacheSettings {
+            cold_start_budget: Duration::from_millis(config.cold_start_budget_millis),
+            idle_timeout: Duration::from_secs(config.idle_timeout_seconds),
+        }
+    }
+}
+
 /// Why a trigger was not registered.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum RegisterError {

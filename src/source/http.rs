@@ -9,11 +9,10 @@ use std::time::Duration;
 use reqwest::Url;
 
 use super::SourceError;
+use crate::guard::credentials::RequestAuth;
 use crate::guard::outbound::{OutboundDenied, OutboundPolicy, PolicyResolver};
 
-/// Default cap on a scraped body. A vLLM pod with a few models exposes well
-/// under 1 MiB; the cap stops a misdirected target from exhausting memory.
-pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 10 * 1024 * 1024;
+pub use crate::guard::config::DEFAULT_MAX_RESPONSE_BYTES;
 
 /// One entry of a targets list.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -187,52 +186,6 @@ impl fmt::Display for ScrapeTarget {
             ScrapeTarget::Static(url) => write!(f, "{url}"),
             ScrapeTarget::Dns { template, .. } => write!(f, "dns+{template}"),
         }
-    }
-}
-
-/// Credentials for an HTTP upstream (a Prometheus server), from the
-/// scaler-side config, never from metadata. Debug output redacts secrets.
-#[derive(Clone, Default, PartialEq, Eq)]
-pub struct RequestAuth {
-    /// `Authorization: Bearer <token>`.
-    pub bearer_token: Option<String>,
-    /// HTTP basic auth: username and password.
-    pub basic: Option<(String, String)>,
-    /// Extra headers (e.g. `X-Scope-OrgID` for Thanos or Mimir tenants).
-    pub headers: Vec<(String, String)>,
-}
-
-impl fmt::Debug for RequestAuth {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RequestAuth")
-            .field(
-                "bearer_token",
-                &self.bearer_token.as_ref().map(|_| "<redacted>"),
-            )
-            .field(
-                "basic",
-                &self.basic.as_ref().map(|(user, _)| (user, "<redacted>")),
-            )
-            .field(
-                "headers",
-                &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
-            )
-            .finish()
-    }
-}
-
-impl RequestAuth {
-    fn apply(&self, mut request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
-        if let Some(token) = &self.bearer_token {
-            request = request.bearer_auth(token);
-        }
-        if let Some((user, password)) = &self.basic {
-            request = request.basic_auth(user, Some(password));
-        }
-        for (name, value) in &self.headers {
-            request = request.header(name.as_str(), value.as_str());
-        }
-        request
     }
 }
 

@@ -23,7 +23,8 @@ use crate::guard::outbound::{OutboundDenied, OutboundPolicy};
 pub use broker::{BrokerContext, BrokerMemory, BrokerReading, BrokerSource};
 pub use dcgm::{DcgmSource, GpuReading};
 pub use engine::{Engine, EngineReading, EngineSource, PodReading};
-pub use http::{HttpScraper, RequestAuth, ScrapeTarget};
+pub use http::{HttpScraper, ScrapeTarget};
+use crate::guard::credentials::RequestAuth;
 pub use prometheus::{PromQuery, QueryReading};
 
 /// What to read. Equal specs share one poller.
@@ -210,6 +211,22 @@ impl SourceContext {
             prometheus_auth: Arc::new(prometheus_auth),
             brokers: BrokerContext::new(profiles, broker::DEFAULT_REQUEST_TIMEOUT)?,
         })
+    }
+
+    /// The context a scaler config implies: every profile's secrets are
+    /// read once now (a missing environment variable or file fails here, at
+    /// start-up, not at the first poll).
+    pub fn from_config(
+        config: &crate::guard::config::ScalerConfig,
+        http: HttpScraper,
+    ) -> Result<SourceContext, String> {
+        config.profiles.check_secrets().map_err(|e| e.to_string())?;
+        let prometheus_auth = config
+            .profiles
+            .prometheus_auth()
+            .map_err(|e| e.to_string())?;
+        Self::with_profiles(http, Arc::new(config.profiles.clone()), prometheus_auth)
+            .map_err(|e| e.to_string())
     }
 
     /// The credential profiles.
