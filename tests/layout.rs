@@ -33,8 +33,8 @@ const MAX_LINES: usize = 600;
 const LONG_FILES: &[&str] = &["source/prom_text.rs"];
 /// Inline modules of `lib.rs` (generated code) that stand as their own node.
 const PSEUDO: &[&str] = &["proto"];
-/// A `pub use` loop must not hang the test; real chains are one or two deep.
-const REEXPORT_DEPTH: usize = 8;
+/// A `use` loop must not hang the test; real chains of imports are one or two deep.
+const FOLLOW_DEPTH: usize = 8;
 
 /// Why an edge exists: the line and the path as written, so a reader can fix it.
 type Why = (usize, String);
@@ -55,8 +55,9 @@ struct Ref(Vec<String>, Vec<String>, Why);
 struct Scan {
     /// `mod x;` at the top level.
     children: BTreeSet<String>,
-    /// Top-level `pub use`: bound name → path as written.
-    reexports: BTreeMap<String, Vec<String>>,
+    /// Top-level `use`, `pub` or not: bound name → path as written. A path through this
+    /// module to that name leads where the `use` points (children see private imports).
+    imports: BTreeMap<String, Vec<String>>,
     refs: Vec<Ref>,
 }
 
@@ -228,6 +229,10 @@ fn scan(src: &str, file_module: &[String]) -> Scan {
     while i < toks.len() {
         let mut module = file_module.to_vec();
         module.extend(inline.iter().map(|(name, _)| name.clone()));
+        // Say so when a path sits in an inline module (usually test-only code).
+        let within = inline
+            .last()
+            .map_or(String::new(), |(m, _)| format!(" (in mod {m})"));
         let (word, line, prev) = (t(i), toks[i].1, t(i.wrapping_sub(1)));
         let path_start =
             matches!(word.as_str(), "crate" | "super" | "self") || out.children.contains(&word);
@@ -245,15 +250,12 @@ fn scan(src: &str, file_module: &[String]) -> Scan {
             let reexport = is_pub(i);
             i += 1;
             for (segs, name, text) in use_tree(&t, &mut i, Vec::new()) {
-                match name {
-                    Some(name) if reexport && inline.is_empty() => {
-                        out.reexports.insert(name, segs);
-                    }
-                    _ if reexport => {}
-                    _ => {
-                        let why = (line, format!("use {text}"));
-                        out.refs.push(Ref(module.clone(), segs, why));
-                    }
+                if let Some(name) = name.filter(|_| depth == 0) {
+                    out.imports.insert(name, segs.clone());
+                }
+                if !reexport {
+                    let why = (line, format!("use {text}{within}"));
+                    out.refs.push(Ref(module.clone(), segs, why));
                 }
             }
             continue;
@@ -263,7 +265,7 @@ fn scan(src: &str, file_module: &[String]) -> Scan {
                 segs.push(t(i + 2));
                 i += 2;
             }
-            let text = segs.join("::");
+            let text = format!("{}{within}", segs.join("::"));
             out.refs.push(Ref(module, segs, (line, text)));
         }
         i += 1;
@@ -313,10 +315,11 @@ fn resolve(tree: &Tree, file: &str, cur: &[String], segs: &[String], n: usize) -
         k += 1;
     }
     let found = tree.file_of.get(&abs[..k])?;
-    // …unless it re-exports the next segment: then the item is where `pub use` points.
-    let reexports = &tree.scans[found].reexports;
-    let reexport = abs.get(k).and_then(|name| reexports.get(name));
-    if let Some(target) = reexport.filter(|_| n < REEXPORT_DEPTH) {
+    // …unless it imports the next segment (a `pub use` re-export, or a private `use` that a
+    // child reaches through `super::`): then the item is where that `use` points.
+    let imports = &tree.scans[found].imports;
+    let import = abs.get(k).and_then(|name| imports.get(name));
+    if let Some(target) = import.filter(|_| n < FOLLOW_DEPTH) {
         let path = [&target[..], &abs[k + 1..]].concat();
         let here = &tree.module_of[found];
         if let Some(to) = resolve(tree, found, here, &path, n + 1) {
@@ -434,10 +437,8 @@ fn cycle_in(g: &Graph, comp: &[String]) -> Vec<String> {
 }
 
 fn list_whys(whys: &[Why], indent: &str) -> String {
-    let lines = whys
-        .iter()
-        .map(|(n, text)| format!("\n{indent}line {n}: {text}"));
-    lines.collect()
+    let line = |(n, text): &Why| format!("\n{indent}line {n}: {text}");
+    whys.iter().map(line).collect()
 }
 
 /// Each import circle: its files, and a report naming one cycle and, per edge in it, the
@@ -454,13 +455,26 @@ fn circles(g: &Graph) -> Vec<(Vec<String>, String)> {
             s += &format!("\n    {} → {}:", show(&pair[0]), show(&pair[1]));
             s += &list_whys(&g.edges[&pair[0]][&pair[1]], "      ");
         }
+        // A big circle has more edges than its cycle: list them all, to pick which to cut.
+        if comp.len() > 2 {
+            s += "\n  every edge inside it (first path, count):";
+        }
+        for from in comp.iter().filter(|_| comp.len() > 2) {
+            for (to, whys) in g.edges[from].iter().filter(|(to, _)| comp.contains(to)) {
+                let (from, to, n) = (show(from), show(to), whys.len());
+                s += &format!("\n    {from} → {to}: {} ({n})", whys[0].1);
+            }
+        }
         out.push((comp, s));
     }
     out
 }
 
-/// `source/x.rs` → `source`, `cache.rs` → `cache`.
+/// `source/x.rs` → `source`, `cache.rs` → `cache`, the crate root → `crate`.
 fn layer_of(node: &str) -> &str {
+    if node == "lib.rs" {
+        return "crate";
+    }
     let first = node.split('/').next().unwrap_or(node);
     first.trim_end_matches(".rs")
 }
@@ -493,20 +507,13 @@ fn layer_violations(g: &Graph) -> Vec<String> {
             continue;
         };
         for (to, whys) in tos {
-            let tl = if to == "lib.rs" {
-                "crate"
-            } else {
-                layer_of(to)
-            };
+            let tl = layer_of(to);
             if tl == fl || ok.contains(&tl) || (ok.contains(&"*") && tl != "crate") {
                 continue;
             }
-            let may = if ok.is_empty() {
-                vec!["nothing"]
-            } else {
-                ok.to_vec()
-            };
-            let mut rule = format!("`{fl}` may use only: {}", may.join(", "));
+            let may = ok.join(", ");
+            let may = if may.is_empty() { "nothing" } else { &may };
+            let mut rule = format!("`{fl}` may use only: {may}");
             if tl == "crate" {
                 rule += "; the path stops at the crate root: stale, or names an item in lib.rs";
             }
@@ -552,10 +559,7 @@ fn read_src() -> BTreeMap<String, String> {
             }
         }
     }
-    assert!(
-        out.contains_key("lib.rs"),
-        "no lib.rs in {root:?}: run from the crate"
-    );
+    assert!(out.contains_key("lib.rs"), "no lib.rs in {root:?}");
     out
 }
 
@@ -568,10 +572,7 @@ fn fail_if_any(what: &str, found: &[String]) {
 fn no_import_circles_between_files() {
     let found = circles(&analyze(&read_src()));
     let reports: Vec<String> = found.into_iter().map(|(_, report)| report).collect();
-    fail_if_any(
-        "import circle(s) in src/ (break one edge of each)",
-        &reports,
-    );
+    fail_if_any("import circle(s) in src/ (break an edge in each)", &reports);
 }
 
 #[test]
@@ -596,106 +597,129 @@ fn no_file_over_600_lines() {
 mod self_tests {
     use super::*;
 
-    fn tree(files: &[(&str, &str)]) -> BTreeMap<String, String> {
-        files
+    /// A tree from `"path: source"` entries.
+    fn tree(files: &[&str]) -> BTreeMap<String, String> {
+        let split = files.iter().map(|f| f.split_once(": ").unwrap_or((f, "")));
+        split
+            .map(|(path, src)| (path.to_owned(), src.to_owned()))
+            .collect()
+    }
+
+    fn pairs(g: &Graph) -> Vec<(&str, &str)> {
+        let each = g
+            .edges
             .iter()
-            .map(|(p, src)| (p.to_string(), src.to_string()))
+            .map(|(from, tos)| tos.keys().map(move |to| (from, to)));
+        each.flatten()
+            .map(|(from, to)| (from.as_str(), to.as_str()))
             .collect()
     }
 
     fn texts(g: &Graph, from: &str, to: &str) -> Vec<String> {
-        let whys = g.edges.get(from).and_then(|m| m.get(to));
-        whys.into_iter()
-            .flatten()
-            .map(|(_, text)| text.clone())
+        let whys = g.edges.get(from).and_then(|m| m.get(to)).cloned();
+        whys.unwrap_or_default()
+            .into_iter()
+            .map(|(_, text)| text)
             .collect()
     }
 
     #[test]
     fn cycle_through_use_super() {
         let g = analyze(&tree(&[
-            ("lib.rs", "pub mod a;"),
-            ("a/mod.rs", "pub mod x;\npub mod y;"),
-            ("a/x.rs", "use super::y::B;\npub struct Y;"),
-            ("a/y.rs", "use std::fmt;\nuse super::x::Y;\npub struct B;"),
+            "lib.rs: pub mod a;",
+            "a/mod.rs: pub mod x;\npub mod y;",
+            "a/x.rs: use super::y::B;\npub struct Y;",
+            "a/y.rs: use std::fmt;\nuse super::x::Y;\npub struct B;",
         ]));
         let found = circles(&g);
         assert_eq!(found.len(), 1, "{found:?}");
         let (files, report) = &found[0];
         assert_eq!(files, &["a/x.rs", "a/y.rs"]);
-        assert!(
-            report.contains("cycle: src/a/x.rs → src/a/y.rs → src/a/x.rs"),
-            "{report}"
-        );
+        let cycle = "cycle: src/a/x.rs → src/a/y.rs → src/a/x.rs";
+        assert!(report.contains(cycle), "{report}");
         assert!(report.contains("line 2: use super::x::Y"), "{report}");
     }
 
     #[test]
     fn cycle_through_inline_crate_path() {
         let g = analyze(&tree(&[
-            ("lib.rs", "pub mod a;\npub mod b;"),
-            ("a.rs", "pub fn f() { crate::b::g() }"),
-            ("b.rs", "pub fn g() { let _ = crate :: a :: f; }"),
+            "lib.rs: pub mod a;\npub mod b;\npub mod c;",
+            "a.rs: pub fn f() { crate::b::g() }",
+            "b.rs: pub fn g() { let _ = crate :: a :: f; }\nmod tests { fn t() { crate::c::h() } }",
+            "c.rs: pub fn h() { crate::b::g() }",
         ]));
-        assert_eq!(circles(&g).len(), 1);
+        let found = circles(&g);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].0, ["a.rs", "b.rs", "c.rs"]);
+        let report = &found[0].1;
+        assert!(
+            report.contains("src/b.rs → src/c.rs: crate::c::h (in mod tests) (1)"),
+            "{report}"
+        );
         assert_eq!(texts(&g, "b.rs", "a.rs"), ["crate::a::f"]);
     }
 
     #[test]
     fn reexport_in_mod_rs_is_followed_not_counted() {
         let g = analyze(&tree(&[
-            ("lib.rs", "pub mod m;"),
-            (
-                "m/mod.rs",
-                "pub mod a;\npub mod b;\npub use a::Item;\npub(crate) use b::{Other as O};",
-            ),
-            ("m/a.rs", "pub struct Item;"),
-            (
-                "m/b.rs",
-                "use super::Item;\npub struct Other;\nmod tests { use super::*; }",
-            ),
+            "lib.rs: pub mod m; pub mod z;",
+            "m/mod.rs: pub mod a; pub mod b; pub use a::Item; pub(crate) use b::{Other as O};",
+            "m/a.rs: pub struct Item;",
+            "m/b.rs: use super::Item; pub struct Other; mod tests { use super::*; }",
         ]));
         assert!(circles(&g).is_empty(), "{:?}", circles(&g));
         assert_eq!(texts(&g, "m/b.rs", "m/a.rs"), ["use super::Item"]);
-        assert_eq!(g.edges.len(), 1, "only m/b.rs → m/a.rs: {:?}", g.edges);
+        assert_eq!(pairs(&g), [("m/b.rs", "m/a.rs")]);
+    }
+
+    #[test]
+    fn private_import_is_a_dependency_and_followed() {
+        let g = analyze(&tree(&[
+            "lib.rs: pub mod m; pub mod z;",
+            "m/mod.rs: pub mod b; use crate::z::Z; fn f() { use crate::m::b::B; }",
+            "m/b.rs: use super::Z; pub struct B;",
+            "z.rs: pub struct Z;",
+        ]));
+        let expected = [
+            ("m/b.rs", "z.rs"),
+            ("m/mod.rs", "m/b.rs"),
+            ("m/mod.rs", "z.rs"),
+        ];
+        assert_eq!(pairs(&g), expected);
     }
 
     #[test]
     fn comments_and_literals_are_ignored() {
-        let a = r####"// use crate::b::X;
+        let a = r####"a.rs: // use crate::b::X;
             /* crate::b::y() /* nested */ crate::b::z() */
             /// doc: crate::b::doc
             const S: &str = "crate::b::s \" crate::b::t";
             const R: &str = r##"crate::b::"# raw "##;
             fn f<'a>(x: &'a str) -> char { let _ = (b"crate::b", br#"crate::b"#); '"' }
             fn g() -> char { let _ = '\''; crate::c::h(); 'x' }"####;
-        let lib = "pub mod a;\npub mod b;\npub mod c;";
         let g = analyze(&tree(&[
-            ("lib.rs", lib),
-            ("a.rs", a),
-            ("b.rs", ""),
-            ("c.rs", ""),
+            "lib.rs: pub mod a; pub mod b; pub mod c;",
+            a,
+            "b.rs",
+            "c.rs",
         ]));
-        assert_eq!(g.edges.len(), 1, "{:?}", g.edges);
+        assert_eq!(pairs(&g), [("a.rs", "c.rs")]);
         assert_eq!(g.edges["a.rs"]["c.rs"], [(7, "crate::c::h".to_owned())]);
     }
 
     #[test]
     fn source_to_trigger_breaks_the_layers() {
         let g = analyze(&tree(&[
-            ("lib.rs", "pub mod source;\npub mod trigger;"),
-            ("source/mod.rs", "pub mod x;"),
-            ("source/x.rs", "fn f() { let _ = crate::trigger::y::Spec; }"),
-            ("trigger/mod.rs", "pub mod y;"),
-            ("trigger/y.rs", "use crate::source::Reading;"),
+            "lib.rs: pub mod source;\npub mod trigger;",
+            "source/mod.rs: pub mod x;",
+            "source/x.rs: fn f() { let _ = crate::trigger::y::Spec; }",
+            "trigger/mod.rs: pub mod y;",
+            "trigger/y.rs: use crate::source::Reading;",
         ]));
         let found = layer_violations(&g);
         assert_eq!(found.len(), 1, "{found:?}");
-        let report = &found[0];
-        assert!(
-            report.starts_with("src/source/x.rs → src/trigger/y.rs"),
-            "{report}"
-        );
+        let (report, edge) = (&found[0], "src/source/x.rs → src/trigger/y.rs");
+        assert!(report.starts_with(edge), "{report}");
         assert!(
             report.ends_with("line 1: crate::trigger::y::Spec"),
             "{report}"
@@ -706,38 +730,27 @@ mod self_tests {
     #[test]
     fn unknown_folder_and_long_file_fail() {
         let long = "fn f() {}\n".repeat(MAX_LINES + 1);
-        let files = tree(&[
-            ("lib.rs", ""),
-            ("misc.rs", &long),
-            ("source/prom_text.rs", &long),
-        ]);
+        let (misc, parser) = (
+            format!("misc.rs: {long}"),
+            format!("source/prom_text.rs: {long}"),
+        );
+        let files = tree(&["lib.rs", &misc, &parser]);
         let found = layer_violations(&analyze(&files));
         assert!(found.len() == 1 && found[0].starts_with("new layer folder `misc`"));
-        assert_eq!(
-            oversized(&files),
-            [format!("src/misc.rs: {} lines", MAX_LINES + 1)]
-        );
+        let expected = format!("src/misc.rs: {} lines", MAX_LINES + 1);
+        assert_eq!(oversized(&files), [expected]);
     }
 
     #[test]
     fn brace_groups_children_and_tests_files() {
         let g = analyze(&tree(&[
-            (
-                "lib.rs",
-                "pub mod a; pub mod b; pub mod e; pub mod proto {}",
-            ),
-            (
-                "a.rs",
-                "use crate::{b::{self, c::{Deep, Other as O}, d::*}, e, proto::X};",
-            ),
-            (
-                "b/mod.rs",
-                "pub(crate) mod c; pub mod d;\nfn f() { c::deep(); x::c::no(); }",
-            ),
-            ("b/c.rs", "#[cfg(test)]\nmod tests;"),
-            ("b/c/tests.rs", "use super::*;\nuse super::super::d::Thing;"),
-            ("b/d.rs", ""),
-            ("e.rs", ""),
+            "lib.rs: pub mod a; pub mod b; pub mod e; pub mod proto {}",
+            "a.rs: use crate::{b::{self, c::{Deep, Other as O}, d::*}, e, proto::X};",
+            "b/mod.rs: pub(crate) mod c; pub mod d; fn f() { c::deep(); x::c::no(); }",
+            "b/c.rs: #[cfg(test)]\nmod tests;",
+            "b/c/tests.rs: use super::*;\nuse super::super::d::Thing;",
+            "b/d.rs",
+            "e.rs",
         ]));
         let deep = ["use crate::b::c::Deep", "use crate::b::c::Other as O"];
         assert_eq!(texts(&g, "a.rs", "b/c.rs"), deep);
@@ -747,9 +760,7 @@ mod self_tests {
         assert_eq!(texts(&g, "a.rs", "proto"), ["use crate::proto::X"]);
         assert_eq!(texts(&g, "b/mod.rs", "b/c.rs"), ["c::deep"]);
         assert_eq!(texts(&g, "b/c/tests.rs", "b/c.rs"), ["use super::*"]);
-        assert_eq!(
-            texts(&g, "b/c/tests.rs", "b/d.rs"),
-            ["use super::super::d::Thing"]
-        );
+        let up = ["use super::super::d::Thing"];
+        assert_eq!(texts(&g, "b/c/tests.rs", "b/d.rs"), up);
     }
 }

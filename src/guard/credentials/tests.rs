@@ -1,0 +1,160 @@
+use super::*;
+
+const YAML: &str = r#"
+team-a:
+  namespaces: [team-a, staging]
+  rabbitmq:
+    username: { value: scaler }
+    password: { value: "hunter2-very-secret" }
+  kafka:
+    sasl:
+      mechanism: SCRAM-SHA-512
+      username: { value: kuser }
+      password: { value: "kafka-pass-very-secret" }
+    tls: {}
+open:
+  aws:
+    accessKeyId: { value: AKIDEXAMPLE }
+    secretAccessKey: { value: "aws-secret-very-secret" }
+"#;
+
+fn profiles() -> Profiles {
+    let p: Profiles = serde_yaml_ng::from_str(YAML).expect("parses");
+    p.validate().expect("valid");
+    p
+}
+
+#[test]
+fn parses_resolves_and_checks_namespaces() {
+    let p = profiles();
+    assert_eq!(p.names().collect::<Vec<_>>(), ["open", "team-a"]);
+    assert!(p.resolve("team-a", "team-a").is_ok());
+    let err = p.resolve("team-a", "other").expect_err("denied");
+    assert!(err.is_permission_denied(), "{err}");
+    assert_eq!(
+        err.to_string(),
+        "namespace `other` may not use credential profile `team-a`"
+    );
+    assert!(p.resolve("open", "anything").is_ok());
+    let err = p.resolve("nope", "x").expect_err("unknown");
+    assert!(!err.is_permission_denied());
+    assert!(
+        err.to_string().contains("configured: open, team-a"),
+        "{err}"
+    );
+    let team_a = p.resolve("team-a", "staging").expect("ok");
+    assert!(team_a.require("team-a", Section::Kafka).is_ok());
+    let err = team_a.require("team-a", Section::Aws).expect_err("no aws");
+    assert_eq!(
+        err.to_string(),
+        "credential profile `team-a` has no `aws` section"
+    );
+}
+
+#[test]
+fn secrets_never_show_in_debug() {
+    let p = profiles();
+    p.check_secrets().expect("readable");
+    let team_a = p.get("team-a").expect("exists");
+    let creds = team_a
+        .rabbitmq
+        .as_ref()
+        .expect("section")
+        .credentials("team-a")
+        .expect("reads");
+    let settings = team_a
+        .kafka
+        .as_ref()
+        .expect("section")
+        .client_settings("team-a")
+        .expect("reads");
+    let aws = p.get("open").expect("exists").aws.as_ref().expect("aws");
+    let keys = aws.keys("open").expect("reads").expect("static");
+    let debug = format!("{p:?} {creds:?} {settings:?} {keys:?} {:?}", p.clone());
+    for secret in [
+        "hunter2-very-secret",
+        "kafka-pass-very-secret",
+        "aws-secret-very-secret",
+    ] {
+        assert!(!debug.contains(secret), "{secret} leaked: {debug}");
+    }
+    assert_eq!(creds.password.expose(), "hunter2-very-secret");
+    assert!(
+        settings
+            .settings
+            .iter()
+            .any(|(k, v)| *k == "security.protocol" && v.expose() == "SASL_SSL")
+    );
+    assert_eq!(
+        settings.scrub("auth failed for kafka-pass-very-secret"),
+        "auth failed for [redacted]"
+    );
+}
+
+#[test]
+fn env_and_file_sources() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("password");
+    std::fs::write(&path, "from-a-file\n").expect("write");
+    let file = SecretRef::File(path.clone());
+    assert_eq!(file.read().expect("reads").expose(), "from-a-file");
+    // PATH is set in every test environment; no set_var needed.
+    assert!(SecretRef::Env("PATH".into()).read().is_ok());
+    let err = SecretRef::Env("BACKLOG_SCALER_SURELY_UNSET_VARIABLE".into())
+        .read()
+        .expect_err("unset");
+    assert!(
+        err.contains("BACKLOG_SCALER_SURELY_UNSET_VARIABLE"),
+        "{err}"
+    );
+    let err = SecretRef::File(dir.path().join("missing"))
+        .read()
+        .expect_err("missing");
+    assert!(err.contains("missing"), "{err}");
+    std::fs::write(&path, "").expect("write");
+    assert!(file.read().expect_err("empty").contains("empty"));
+}
+
+#[test]
+fn bad_profiles_are_refused() {
+    for (yaml, needle) in [
+        ("a: { colour: blue }", "colour"),
+        (
+            "a: { rabbitmq: { username: { value: u }, password: { value: p, env: X } } }",
+            "exactly one",
+        ),
+        ("a: { namespaces: [] }", "omit it"),
+        ("a: { aws: { accessKeyId: { value: x } } }", "both"),
+        ("a: { aws: {} }", "profileName"),
+        (
+            "a: { aws: { profileName: p, accessKeyId: { value: x }, secretAccessKey: { value: y } } }",
+            "not both",
+        ),
+        (
+            "a: { kafka: { tls: { cert: { file: /c } } } }",
+            "`cert` and `key`",
+        ),
+        (
+            "a: { kafka: { sasl: { mechanism: GSSAPI, username: { value: u }, password: { value: p } } } }",
+            "GSSAPI",
+        ),
+        ("'bad name': { }", "profile name"),
+    ] {
+        let err = serde_yaml_ng::from_str::<Profiles>(yaml)
+            .map_err(|e| e.to_string())
+            .and_then(|p| p.validate().map_err(|e| e.to_string()))
+            .expect_err(yaml);
+        assert!(err.contains(needle), "{yaml}: {err}");
+    }
+}
+
+#[test]
+fn short_passwords_are_refused_when_read() {
+    let profile = RabbitMqProfile {
+        username: SecretRef::Value(Secret::new("u")),
+        password: SecretRef::Value(Secret::new("pw")),
+    };
+    let err = profile.credentials("x").expect_err("short");
+    assert!(err.to_string().contains("shorter than 4"), "{err}");
+    assert!(!err.to_string().contains("pw\""), "{err}");
+}
