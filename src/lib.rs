@@ -5,31 +5,28 @@
 //! signals that predict GPU saturation. See `ARCHITECTURE.md` in the design
 //! notes and the README for the formula and the metadata reference.
 //!
-//! # Layout
+//! # Layers
 //!
-//! Data flows bottom to top:
+//! Folders are layers. Each may import only the layers below it (further down
+//! this table), never one above, and no two files import each other, directly
+//! or in a circle; `tests/layout.rs` reads `src/` and fails on either.
+//! `docs/architecture.md` draws the data flow through these folders.
 //!
-//! | module | job |
-//! |---|---|
-//! | [`source`] | take ONE reading of an upstream (vLLM pod scrape; [`source::prom_text`] parses the exposition text; [`source::outbound`] bounds where sources may connect) |
-//! | [`poller`] | one background task per distinct source: timing, timeouts, retry, last good reading |
-//! | [`fusion`] | the pure formula: signals → [`fusion::Decision`] |
-//! | [`capacity`] | the `capacity` policy's arrival-rate estimator (pure, shared with the simulator) |
-//! | [`cache`] | the latest evaluation per trigger, staleness, cold start, idle drop |
-//! | [`trigger`] | trigger metadata → validated [`trigger::TriggerSpec`] (the metadata reference) |
-//! | [`service`] | the `externalscaler.ExternalScaler` gRPC service (reads the cache only) |
-//! | [`error`] | gRPC-facing errors and their single mapping to `tonic::Status` |
-//! | [`admin`] | admin HTTP: `/metrics`, `/healthz`, `/readyz`, `/explain` |
-//! | [`explain`] | the JSON that explains each number |
-//! | [`telemetry`] | self-metrics |
-//! | [`config`] | the scaler-side `--config` file |
-//! | [`server`] | binds listeners and runs everything |
-//! | [`tls`] | TLS/mTLS on the gRPC listener, certificates reloaded on change |
-//! | [`cli`] | the `serve`, `check`, `explain`, `demo` commands |
-//! | [`check`] | `check`: validate metadata and probe its sources once |
-//! | [`demo`] | `demo`: a simulated vLLM fleet plus the server, with a live view |
-//! | [`exporter`] | fake vLLM pods emitting vLLM's exact exposition text (demo, tests, benches) |
-//! | [`sim`] | `simulate`: pods under KEDA + the HPA, each policy deciding through the server's own code |
+//! | folder | job | may import |
+//! |---|---|---|
+//! | [`cli`] | commands: `serve`, `check`, `explain`, `demo`, `simulate` | everything |
+//! | [`api`] | gRPC service, admin HTTP, `/explain`, TLS listener, server wiring, the one error → `tonic::Status` map; reads the decision cache only, no I/O on the warm path | runtime, decide, trigger, source, guard, [`proto`] |
+//! | [`runtime`] | pollers, decision cache, self-metrics, shutdown: owns tasks, time and state | decide, trigger, source, guard |
+//! | [`decide`] | pure decision code: freshness, fusion, capacity, TTFT window; readings and time in, a `Decision` out | trigger, source, guard |
+//! | [`trigger`] | the metadata language → a validated [`trigger::TriggerSpec`]: one key registry, one redacting error | source, guard |
+//! | [`source`] | readers: one reading of one upstream, from a typed target; no metadata, no retries, no sleeps | guard |
+//! | [`guard`] | where the scaler may connect and with what: outbound allowlist, credential profiles, `--config` | nothing |
+//! | [`sim`] | `simulate`: pods under KEDA and the HPA, each policy deciding through [`decide`] | decide, trigger, source, fake |
+//! | [`fake`] | fake engine pods and dcgm-exporter emitting the real components' exact bytes (tests, demo, benches) | nothing |
+//!
+//! `trigger` sits above `source` because it builds the sources' typed
+//! targets; `source` never sees metadata. `decide` sits above `trigger`
+//! because it decides with a trigger's parameters (`trigger::params`).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
