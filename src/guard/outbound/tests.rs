@@ -1,3 +1,4 @@
+use super::rules::glob;
 use super::*;
 
 fn policy(entries: &[&str]) -> OutboundPolicy {
