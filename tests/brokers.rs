@@ -12,19 +12,24 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use backlog_scaler::guard::credentials::Profiles;
-use backlog_scaler::source::broker::{
-    BrokerContext, BrokerMemory, BrokerReading, BrokerSource, BrokerTrigger, parse_metadata,
-};
+use backlog_scaler::source::broker::{BrokerContext, BrokerMemory, BrokerReading, BrokerSource};
 use backlog_scaler::source::{PollOutcome, SourceError};
+use backlog_scaler::trigger::Metadata;
+use backlog_scaler::trigger::broker::{BrokerTrigger, parse_metadata};
 use fixtures::{Moto, Noida, Proxy, logs, moto, rabbit};
 
 const TIMEOUT: Duration = Duration::from_secs(3);
 
+/// The folded metadata of `pairs` (broker keys only: none is unknown).
+fn metadata<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Metadata<'a> {
+    let mut unknown = Vec::new();
+    let md = Metadata::fold(pairs, &mut unknown);
+    assert!(unknown.is_empty(), "{unknown:?}");
+    md
+}
+
 fn trigger(pairs: &[(&'static str, &str)]) -> BrokerTrigger {
-    let map: BTreeMap<&'static str, String> =
-        pairs.iter().map(|(k, v)| (*k, (*v).to_owned())).collect();
-    let get = |key: &'static str| map.get(key).map(|v| (key, v.as_str()));
-    match parse_metadata(&get) {
+    match parse_metadata(&metadata(pairs.iter().copied())) {
         Ok(Some(trigger)) => trigger,
         other => panic!("{pairs:?}: {other:?}"),
     }
@@ -800,8 +805,8 @@ kafka-sasl:
         ),
         ("queueName", queue.clone()),
     ]);
-    let get = |key: &'static str| map.get(key).map(|v| (key, v.as_str()));
-    let errors = parse_metadata(&get).expect_err("credentials in metadata");
+    let md = metadata(map.iter().map(|(k, v)| (*k, v.as_str())));
+    let errors = parse_metadata(&md).expect_err("credentials in metadata");
     texts.push(format!("{errors:?}"));
     texts.extend(errors.iter().map(ToString::to_string));
 

@@ -259,7 +259,7 @@ impl TriggerExplain {
                 if evaluation.status != Status::Pending {
                     explain.state = "unavailable";
                 }
-                explain.reason = Some(reason.0);
+                explain.reason = Some(reason.to_string());
             }
         }
         explain

@@ -21,7 +21,7 @@ use crate::proto::{
     GetMetricSpecResponse, GetMetricsRequest, GetMetricsResponse, IsActiveResponse, MetricSpec,
     MetricValue, ScaledObjectRef,
 };
-use crate::runtime::cache::{DecisionCache, Evaluation, RegisterError, TriggerEntry};
+use crate::runtime::cache::{DecisionCache, Evaluation, TriggerEntry};
 use crate::runtime::telemetry::Telemetry;
 
 /// The gRPC service.
@@ -61,27 +61,10 @@ impl ScalerService {
         } = object;
         self.cache
             .get_or_register(namespace.clone(), name.clone(), scaler_metadata)
-            .map_err(|error| match error {
-                RegisterError::Metadata(errors) => ScalerError::InvalidMetadata {
-                    namespace,
-                    name,
-                    errors,
-                },
-                RegisterError::Denied(denied) => ScalerError::PermissionDenied {
-                    namespace,
-                    name,
-                    denied,
-                },
-                RegisterError::ProfileDenied(e) => ScalerError::ProfileDenied {
-                    namespace,
-                    name,
-                    reason: e.to_string(),
-                },
-                RegisterError::Profile(e) => ScalerError::BadProfile {
-                    namespace,
-                    name,
-                    reason: e.to_string(),
-                },
+            .map_err(|error| ScalerError::NotRegistered {
+                namespace,
+                name,
+                error: Box::new(error),
             })
     }
 
@@ -93,7 +76,7 @@ impl ScalerService {
                 namespace: entry.namespace.clone(),
                 name: entry.name.clone(),
                 metric: entry.spec.metric_name.clone(),
-                reason,
+                reason: Box::new(reason),
             })
     }
 

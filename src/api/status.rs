@@ -2,9 +2,8 @@
 
 use tonic::{Code, Status};
 
-use crate::guard::outbound::OutboundDenied;
-use crate::runtime::cache::Unavailable;
-use crate::trigger::MetadataErrors;
+use crate::decide::unavailable::Unavailable;
+use crate::runtime::cache::RegisterError;
 
 /// Why a gRPC call failed.
 #[derive(Debug, thiserror::Error)]
@@ -12,45 +11,16 @@ pub enum ScalerError {
     /// The request carries no `scaledObjectRef`.
     #[error("the request has no scaledObjectRef")]
     MissingRef,
-    /// The trigger's metadata is invalid.
-    #[error("invalid trigger metadata for {namespace}/{name}: {errors}")]
-    InvalidMetadata {
+    /// The trigger was not registered: invalid metadata, a target the
+    /// outbound allowlist refuses, or a credential profile it may not use.
+    #[error("{}", not_registered(.namespace, .name, .error))]
+    NotRegistered {
         /// ScaledObject namespace.
         namespace: String,
         /// ScaledObject name.
         name: String,
-        /// What is wrong.
-        errors: MetadataErrors,
-    },
-    /// The metadata names a target the outbound allowlist refuses.
-    #[error("trigger {namespace}/{name} is refused: {}", join(.denied))]
-    PermissionDenied {
-        /// ScaledObject namespace.
-        namespace: String,
-        /// ScaledObject name.
-        name: String,
-        /// Each refused target with its rule (never empty).
-        denied: Vec<OutboundDenied>,
-    },
-    /// The trigger's namespace may not use the credential profile it names.
-    #[error("trigger {namespace}/{name} is refused: {reason}")]
-    ProfileDenied {
-        /// ScaledObject namespace.
-        namespace: String,
-        /// ScaledObject name.
-        name: String,
-        /// The profile and who may use it.
-        reason: String,
-    },
-    /// The credential profile named in metadata cannot serve the trigger.
-    #[error("trigger {namespace}/{name}: {reason}")]
-    BadProfile {
-        /// ScaledObject namespace.
-        namespace: String,
-        /// ScaledObject name.
-        name: String,
-        /// What is wrong with the profile reference.
-        reason: String,
+        /// Why (boxed: errors are rare, and this keeps `Result`s small).
+        error: Box<RegisterError>,
     },
     /// GetMetrics asked for a metric this trigger does not serve.
     #[error(
@@ -71,8 +41,8 @@ pub enum ScalerError {
         name: String,
         /// The trigger's metric name.
         metric: String,
-        /// Why.
-        reason: Unavailable,
+        /// Why (boxed: errors are rare, and this keeps `Result`s small).
+        reason: Box<Unavailable>,
     },
 }
 
@@ -80,11 +50,12 @@ impl From<ScalerError> for Status {
     fn from(error: ScalerError) -> Status {
         let code = match &error {
             ScalerError::MissingRef => Code::InvalidArgument,
-            ScalerError::InvalidMetadata { .. } => Code::InvalidArgument,
-            ScalerError::PermissionDenied { .. } | ScalerError::ProfileDenied { .. } => {
-                Code::PermissionDenied
-            }
-            ScalerError::BadProfile { .. } => Code::InvalidArgument,
+            ScalerError::NotRegistered { error, .. } => match error.as_ref() {
+                RegisterError::Metadata(_) | RegisterError::Profile(_) => Code::InvalidArgument,
+                RegisterError::Denied(_) | RegisterError::ProfileDenied(_) => {
+                    Code::PermissionDenied
+                }
+            },
             ScalerError::UnknownMetric { .. } => Code::NotFound,
             ScalerError::Unavailable { .. } => Code::Unavailable,
         };
@@ -92,10 +63,16 @@ impl From<ScalerError> for Status {
     }
 }
 
-fn join(denied: &[OutboundDenied]) -> String {
-    denied
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("; ")
+/// The message KEDA logs for a trigger that was not registered; a refusal
+/// says "is refused" so operators can grep for it.
+fn not_registered(namespace: &str, name: &str, error: &RegisterError) -> String {
+    match error {
+        RegisterError::Metadata(_) => {
+            format!("invalid trigger metadata for {namespace}/{name}: {error}")
+        }
+        RegisterError::Denied(_) | RegisterError::ProfileDenied(_) => {
+            format!("trigger {namespace}/{name} is refused: {error}")
+        }
+        RegisterError::Profile(_) => format!("trigger {namespace}/{name}: {error}"),
+    }
 }

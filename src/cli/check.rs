@@ -248,12 +248,12 @@ async fn probe_and_fuse(
         let started = Instant::now();
         let result = match tokio::time::timeout(
             PROBE_TIMEOUT,
-            source.read(ctx, &mut SourceMemory::default()),
+            crate::runtime::poller::read_once(&source, ctx, &mut SourceMemory::default()),
         )
         .await
         {
             Ok(result) => result,
-            Err(_) => Err(SourceError::Timeout(PROBE_TIMEOUT)),
+            Err(_) => Err(SourceError::timeout(PROBE_TIMEOUT)),
         };
         let mut state = SignalState::default();
         match result {

@@ -1,32 +1,5 @@
-//! `simulate`: a Deployment of vLLM-like pods under KEDA and the HPA,
-//! driven by each policy, so every scaling decision can be tried offline.
-//!
-//! The scaler's own policies run through [`crate::decide::freshness::decide_engine`],
-//! the code the server runs on a scraped reading: nothing of the formula is
-//! copied here. See docs/decisions/0007-simulator.md for the model and its
-//! limits.
-//!
-//! | module | job |
-//! |---|---|
-//! | [`rng`] | seeded PCG32 + Box–Muller: deterministic per seed |
-//! | [`arrivals`] | traffic scenarios and request sizes (CSV traces too) |
-//! | [`fleet`] | pods: continuous batching, queues, routing, cold start, drain |
-//! | [`view`] | what a policy sees: direct scrape or Prometheus with its lag |
-//! | [`hpa`] | the Kubernetes HPA algorithm and KEDA's activation/cooldown |
-//! | [`policies`] | backlog, capacity, seed, production-stack, fixed |
-//! | [`run`] | one run, and the matrix of runs on threads |
-//! | [`report`] | means over seeds, tables, CSV |
-//! | [`svg`] | the chart |
-
-pub mod arrivals;
-pub mod fleet;
-pub mod hpa;
-pub mod policies;
-pub mod report;
-pub mod rng;
-pub mod run;
-pub mod svg;
-pub mod view;
+//! `simulate`: its flags, turned into the simulator's scenarios, policies and configuration
+//! ([`crate::sim`]); runs the matrix, prints the table and writes the CSV, Markdown and SVG files.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -34,10 +7,11 @@ use std::time::Instant;
 
 use clap::ValueEnum;
 
-use self::arrivals::{Builtin, Scenario};
-use self::hpa::{Behavior, PolicyType, ScalingPolicy, ScalingRules, SelectPolicy};
-use self::policies::PolicyKind;
-use self::run::SimConfig;
+use crate::sim::arrivals::{Builtin, Scenario};
+use crate::sim::hpa::{Behavior, PolicyType, ScalingPolicy, ScalingRules, SelectPolicy};
+use crate::sim::policies::PolicyKind;
+use crate::sim::run::{SimConfig, run_matrix};
+use crate::sim::{report, svg};
 
 /// `--scenario`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -250,7 +224,7 @@ fn write(dir: &Path, name: &str, text: &str) -> Result<PathBuf, String> {
 }
 
 /// Run `simulate`: print the table, write the files.
-pub fn run_cli(args: SimulateArgs) -> ExitCode {
+pub fn run(args: SimulateArgs) -> ExitCode {
     match simulate(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
@@ -291,7 +265,7 @@ fn simulate(args: &SimulateArgs) -> Result<(), String> {
         .map_err(|e| format!("cannot create --out {}: {e}", args.out.display()))?;
 
     let started = Instant::now();
-    let (results, traces) = run::run_matrix(
+    let (results, traces) = run_matrix(
         &config,
         &scenarios,
         &policies,

@@ -24,25 +24,7 @@ use std::collections::{HashMap, VecDeque};
 
 use serde::Serialize;
 
-/// The policy's parameters (trigger metadata).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CapacityParams {
-    /// `μ`: requests per second one replica finishes at a full batch
-    /// (`drainRatePerReplica`).
-    pub drain_rate_per_replica: f64,
-    /// `τ` of the arrival-rate EWMA, seconds (`arrivalSmoothingSeconds`).
-    pub arrival_smoothing_seconds: f64,
-    /// Window of the peak hold, seconds (`peakHoldSeconds`).
-    pub peak_hold_seconds: f64,
-    /// Spare capacity on top of the peak rate (`headroom`).
-    pub headroom: f64,
-    /// `H`: a pod's queue should drain within this, seconds (`drainHorizonSeconds`).
-    pub drain_horizon_seconds: f64,
-    /// Learn `μ` from pods that stayed saturated across a poll, within ±50 %
-    /// of the configured value (`learnDrainRate`).
-    pub learn_drain_rate: bool,
-}
+pub use crate::trigger::params::CapacityParams;
 
 /// One pod's counters and gauges at one reading.
 #[derive(Debug, Clone, PartialEq)]

@@ -10,8 +10,10 @@ use std::time::{Instant, SystemTime};
 
 use crate::decide::capacity::{CapacityState, PodCounters};
 use crate::decide::fusion::{self, Decision, Policy, Signals};
+use crate::decide::signal_state::SignalState;
 use crate::decide::ttft_window::{TtftSnapshot, TtftWindow};
-use crate::runtime::poller::SignalState;
+use crate::decide::unavailable::QueryProblem;
+pub use crate::decide::unavailable::Unavailable;
 use crate::source::{EngineReading, PromQuery, QueryReading, Reading, SourceSpec};
 use crate::trigger::{EngineInput, GpuInput, PromSignals, TriggerSpec};
 
@@ -31,7 +33,7 @@ pub enum Status {
         valid_until: Instant,
     },
     /// No value can be given.
-    Unavailable(String),
+    Unavailable(Unavailable),
 }
 
 /// How one source stood at an evaluation.
@@ -44,11 +46,6 @@ pub struct SignalReport {
     /// The source's state at evaluation time.
     pub state: Arc<SignalState>,
 }
-
-/// Why a trigger has no value to give.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{0}")]
-pub struct Unavailable(pub String);
 
 /// One evaluation of a trigger.
 #[derive(Debug, Clone, PartialEq)]
@@ -81,11 +78,9 @@ impl Evaluation {
                 decision,
                 valid_until,
             } if now <= *valid_until => Ok(*decision),
-            Status::Ready { .. } => Err(Unavailable(
-                "the last good reading has passed maxSignalAgeSeconds".to_owned(),
-            )),
-            Status::Pending => Err(Unavailable("no reading from any source yet".to_owned())),
-            Status::Unavailable(reason) => Err(Unavailable(reason.clone())),
+            Status::Ready { .. } => Err(Unavailable::Expired),
+            Status::Pending => Err(Unavailable::NoReadingYet),
+            Status::Unavailable(reason) => Err(reason.clone()),
         }
     }
 
@@ -119,7 +114,8 @@ pub fn decide_engine(
     at: Instant,
     memory: &mut TriggerMemory,
 ) -> Result<Decision, String> {
-    let signals = engine_signals(spec, reading, at, memory)?;
+    // The simulator records reasons as text; the typed reason stays here.
+    let signals = engine_signals(spec, reading, at, memory).map_err(|e| e.to_string())?;
     Ok(fusion::fuse(&spec.fusion, &signals))
 }
 
@@ -138,17 +134,14 @@ pub fn evaluate(
     let mut fresh: Fresh<'_> = Vec::new();
     for report in &signals {
         let state = &report.state;
-        let last_error = state
-            .last_failure
-            .as_ref()
-            .map(|f| f.value.to_string())
-            .unwrap_or_default();
+        let last_error = || state.last_failure.as_ref().map(|f| f.value.clone());
         let Some(good) = &state.last_good else {
             if state.failing() {
-                problems.push(format!(
-                    "{}: no successful reading yet ({} failed polls; last error: {last_error})",
-                    report.label, state.consecutive_failures
-                ));
+                problems.push(Unavailable::NeverRead {
+                    label: report.label.clone(),
+                    failed_polls: state.consecutive_failures,
+                    last_error: last_error(),
+                });
             } else {
                 pending = true;
             }
@@ -156,21 +149,21 @@ pub fn evaluate(
         };
         let age = now.saturating_duration_since(good.at);
         if age > max_age {
-            problems.push(format!(
-                "{}: last good reading is {}s old, past maxSignalAgeSeconds={} ({} failed polls; last error: {last_error})",
-                report.label,
-                age.as_secs(),
-                max_age.as_secs(),
-                state.consecutive_failures
-            ));
+            problems.push(Unavailable::TooOld {
+                label: report.label.clone(),
+                age,
+                max_age,
+                failed_polls: state.consecutive_failures,
+                last_error: last_error(),
+            });
             continue;
         }
         degraded |= state.failing();
         oldest = Some(oldest.map_or(good.at, |o| o.min(good.at)));
         fresh.push((&report.source, &good.value, good.at));
     }
-    let status = if !problems.is_empty() {
-        Status::Unavailable(problems.join("; "))
+    let status = if let Some(reason) = Unavailable::from_problems(problems) {
+        Status::Unavailable(reason)
     } else if pending {
         Status::Pending
     } else {
@@ -179,7 +172,7 @@ pub fn evaluate(
                 decision: fusion::fuse(&spec.fusion, &signals),
                 valid_until: oldest + max_age,
             },
-            (Ok(_), None) => Status::Unavailable("the trigger has no sources".to_owned()),
+            (Ok(_), None) => Status::Unavailable(Unavailable::NoSources),
             (Err(reason), _) => Status::Unavailable(reason),
         }
     };
@@ -207,13 +200,15 @@ fn assemble(
     spec: &TriggerSpec,
     fresh: &Fresh<'_>,
     memory: &mut TriggerMemory,
-) -> Result<Signals, String> {
+) -> Result<Signals, Unavailable> {
     let broker_backlog = match &spec.broker {
         None => None,
         Some(broker) => {
             let key = SourceSpec::Broker(broker.source.clone());
             let Some((Reading::Broker(reading), _)) = lookup(fresh, &key) else {
-                return Err(format!("{}: no reading", broker.source.label()));
+                return Err(Unavailable::NoReading {
+                    label: broker.source.label(),
+                });
             };
             let weighted = broker.message_weight * reading.messages.max(0.0);
             // Kafka without allowIdleConsumers: a consumer per partition at
@@ -232,16 +227,17 @@ fn assemble(
         Some(EngineInput::Scrape(source)) => {
             let key = SourceSpec::Engine(source.clone());
             let Some((Reading::Engine(reading), at)) = lookup(fresh, &key) else {
-                return Err(format!("{}: no reading", source.label()));
+                return Err(Unavailable::NoReading {
+                    label: source.label(),
+                });
             };
             if reading.pods.is_empty()
                 && !reading.empty_discovery.is_empty()
                 && spec.broker.is_none()
             {
-                return Err(format!(
-                    "{}: the DNS name has no addresses (NXDOMAIN or no records); without a broker source that is a lost signal, not zero pods (a misspelled Service answers the same)",
-                    reading.empty_discovery.join(", ")
-                ));
+                return Err(Unavailable::NoAddresses {
+                    names: reading.empty_discovery.clone(),
+                });
             }
             engine_signals(spec, reading, at, memory)?
         }
@@ -253,18 +249,19 @@ fn assemble(
         Some(GpuInput::Scrape(source)) => {
             let key = SourceSpec::Dcgm(source.clone());
             let Some((Reading::Gpu(reading), _)) = lookup(fresh, &key) else {
-                return Err(format!("{}: no reading", source.label()));
+                return Err(Unavailable::NoReading {
+                    label: source.label(),
+                });
             };
             match reading.mean_utilization() {
                 Some(u) => Some(u),
                 // No engine pods: no GPUs of theirs either, and nothing to guard.
                 None if signals.replicas_reporting == 0 => None,
                 None => {
-                    return Err(format!(
-                        "{}: no GPU matched while {} engine pods report; check podSelectorRegex and namespace",
-                        source.label(),
-                        signals.replicas_reporting
-                    ));
+                    return Err(Unavailable::NoGpuMatched {
+                        label: source.label(),
+                        engine_pods: signals.replicas_reporting,
+                    });
                 }
             }
         }
@@ -281,27 +278,25 @@ fn engine_signals(
     reading: &EngineReading,
     at: Instant,
     memory: &mut TriggerMemory,
-) -> Result<Signals, String> {
+) -> Result<Signals, Unavailable> {
     let fusion = &spec.fusion;
     let running = reading.running();
     if fusion.running_per_replica.is_some()
         && running.is_none()
         && let Some(pod) = reading.pods.iter().find(|p| p.running.is_none())
     {
-        return Err(format!(
-            "{}: no running-requests gauge (runningPerReplica is set)",
-            pod.target
-        ));
+        return Err(Unavailable::NoRunningGauge {
+            pod: pod.target.clone(),
+        });
     }
     let kv_cache_usage = reading.kv_cache_usage();
     if fusion.kv_cache_target.is_some()
         && kv_cache_usage.is_none()
         && let Some(pod) = reading.pods.iter().find(|p| p.kv_cache_usage.is_none())
     {
-        return Err(format!(
-            "{}: no KV-cache usage gauge (kvCacheTarget is set)",
-            pod.target
-        ));
+        return Err(Unavailable::NoKvCacheGauge {
+            pod: pod.target.clone(),
+        });
     }
     let ttft_seconds = if fusion.latency.is_some() {
         memory.ttft.push(
@@ -325,11 +320,10 @@ fn engine_signals(
             let mut pods = Vec::with_capacity(reading.pods.len());
             for pod in &reading.pods {
                 let Some(finished_total) = pod.finished_total else {
-                    return Err(format!(
-                        "{}: no finished-requests counter ({}), which policy capacity needs",
-                        pod.target,
-                        reading.engine.metrics().finished.join(" / ")
-                    ));
+                    return Err(Unavailable::NoFinishedCounter {
+                        pod: pod.target.clone(),
+                        engine: reading.engine,
+                    });
                 };
                 pods.push(PodCounters {
                     pod: pod.target.clone(),
@@ -368,21 +362,22 @@ fn prometheus_signals(
     spec: &TriggerSpec,
     queries: &PromSignals,
     fresh: &Fresh<'_>,
-) -> Result<Signals, String> {
+) -> Result<Signals, Unavailable> {
     let replicas = match query_reading(&queries.replicas, fresh)?.series.as_slice() {
         [] => None,
         [one] if one.value.is_finite() && one.value >= 0.0 => Some(one.value.round() as usize),
         [one] => {
-            return Err(format!(
-                "replicasQuery `{}` returned {}, not a count",
-                queries.replicas.query, one.value
+            return Err(query_error(
+                "replicasQuery",
+                &queries.replicas,
+                QueryProblem::NotACount(one.value),
             ));
         }
         more => {
-            return Err(format!(
-                "replicasQuery `{}` returned {} series; it must return one",
-                queries.replicas.query,
-                more.len()
+            return Err(query_error(
+                "replicasQuery",
+                &queries.replicas,
+                QueryProblem::Several(more.len()),
             ));
         }
     };
@@ -401,10 +396,10 @@ fn prometheus_signals(
             [] => None,
             [one] => Some(one.value).filter(|v| v.is_finite()),
             more => {
-                return Err(format!(
-                    "ttftQuery `{}` returned {} series; it must return one",
-                    q.query,
-                    more.len()
+                return Err(query_error(
+                    "ttftQuery",
+                    q,
+                    QueryProblem::Several(more.len()),
                 ));
             }
         },
@@ -416,9 +411,10 @@ fn prometheus_signals(
     let replicas_reporting = match replicas {
         Some(n) => n,
         None if needs_n => {
-            return Err(format!(
-                "replicasQuery `{}` returned no series; the replica count is needed by the latency, KV-cache and GPU guards",
-                queries.replicas.query
+            return Err(query_error(
+                "replicasQuery",
+                &queries.replicas,
+                QueryProblem::NoReplicaCount,
             ));
         }
         None => 0,
@@ -435,40 +431,50 @@ fn prometheus_signals(
     })
 }
 
-fn query_reading<'a>(query: &PromQuery, fresh: &Fresh<'a>) -> Result<&'a QueryReading, String> {
+fn query_reading<'a>(
+    query: &PromQuery,
+    fresh: &Fresh<'a>,
+) -> Result<&'a QueryReading, Unavailable> {
     match lookup(fresh, &SourceSpec::Prometheus(query.clone())) {
         Some((Reading::Query(reading), _)) => Ok(reading),
-        _ => Err(format!("{}: no reading", query.label())),
+        _ => Err(Unavailable::NoReading {
+            label: query.label(),
+        }),
     }
 }
 
-fn empty_error(key: &str, query: &PromQuery) -> String {
-    format!(
-        "{key} `{}` returned no series and replicasQuery does not say 0 replicas are up: a lost target is not zero work",
-        query.query
-    )
+fn query_error(key: &'static str, query: &PromQuery, problem: QueryProblem) -> Unavailable {
+    Unavailable::Query {
+        key,
+        query: query.query.clone(),
+        problem,
+    }
 }
 
 fn summed(
     query: &PromQuery,
     fresh: &Fresh<'_>,
-    key: &str,
+    key: &'static str,
     zero_replicas: bool,
-) -> Result<f64, String> {
+) -> Result<f64, Unavailable> {
     let reading = query_reading(query, fresh)?;
     if reading.series.is_empty() {
         return if zero_replicas {
             Ok(0.0)
         } else {
-            Err(empty_error(key, query))
+            Err(query_error(key, query, QueryProblem::Empty))
         };
     }
     let mut total = 0.0;
     for series in &reading.series {
         if !series.value.is_finite() || series.value < 0.0 {
-            return Err(format!(
-                "{key} `{}` returned {} for {}, not a count",
-                query.query, series.value, series.labels
+            return Err(query_error(
+                key,
+                query,
+                QueryProblem::SeriesNotACount {
+                    value: series.value,
+                    series: series.labels.clone(),
+                },
             ));
         }
         total += series.value;
@@ -479,19 +485,15 @@ fn summed(
 fn single_value(
     query: &PromQuery,
     fresh: &Fresh<'_>,
-    key: &str,
+    key: &'static str,
     zero_replicas: bool,
-) -> Result<Option<f64>, String> {
+) -> Result<Option<f64>, Unavailable> {
     match query_reading(query, fresh)?.series.as_slice() {
         [] if zero_replicas => Ok(None),
-        [] => Err(empty_error(key, query)),
+        [] => Err(query_error(key, query, QueryProblem::Empty)),
         [one] if one.value.is_finite() && one.value >= 0.0 => Ok(Some(one.value)),
-        [one] => Err(format!("{key} `{}` returned {}", query.query, one.value)),
-        more => Err(format!(
-            "{key} `{}` returned {} series; it must return one",
-            query.query,
-            more.len()
-        )),
+        [one] => Err(query_error(key, query, QueryProblem::Invalid(one.value))),
+        more => Err(query_error(key, query, QueryProblem::Several(more.len()))),
     }
 }
 

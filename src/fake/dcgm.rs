@@ -30,7 +30,7 @@ use axum::routing::get;
 
 use super::format::write_go_f;
 use super::http::Endpoint;
-use super::state::Rng;
+use super::rng::Rng;
 
 /// The `Content-Type` Go's sniffing gives dcgm-exporter's answer.
 pub const DCGM_CONTENT_TYPE: &str = "text/plain; charset=utf-8";

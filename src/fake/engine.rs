@@ -16,8 +16,8 @@
 //! Engines without vLLM's data-parallel `engine` label (SGLang's tokenizer side, Triton, TGI)
 //! merge a model's engine series; TGI, which has no model label, merges everything.
 
-use super::render::{VLLM_CONTENT_TYPE, render_vllm_metrics};
 use super::state::PodState;
+use super::vllm::{VLLM_CONTENT_TYPE, render_vllm_metrics};
 use super::{sglang, tgi, triton};
 
 /// SGLang's `Content-Type` when the scraper gets classic text (`make_asgi_app` negotiates; the

@@ -4,8 +4,9 @@
 use std::io;
 use std::sync::Mutex;
 
+use super::rng::Rng;
 use super::server::FakeVllmPod;
-use super::state::{FinishReason, ModelLoad, Rng};
+use super::state::{FinishReason, ModelLoad};
 
 /// vLLM's default `--max-num-seqs`: the running batch never exceeds it; the rest waits.
 pub const DEFAULT_MAX_NUM_SEQS: usize = 32;

@@ -1,4 +1,4 @@
-//! The listener machinery every fake exporter shares: an axum router served on a loopback port
+//! The listener machinery every fake server (engine pod, dcgm-exporter) shares: an axum router served on a loopback port
 //! that can be stopped (connections refused) and restarted on the same address.
 
 use std::io;

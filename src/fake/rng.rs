@@ -1,4 +1,4 @@
-//! The fakes' deterministic noise: the same seed always gives the same bytes.
+//! The fakes' one source of noise, seeded so a test or benchmark body never changes between runs.
 
 /// SplitMix64: deterministic noise for the synthetic body and the fleet simulation, so the same
 /// inputs always give the same bytes.

@@ -12,8 +12,9 @@
 //! scheduler's `pid`. Family order is arbitrary in multiprocess mode; the fake uses a fixed one
 //! (tokenizer histograms, scheduler gauges, tokenizer counters).
 
-use super::render::{Writer, bound_labels};
-use super::state::{EngineHistograms, FinishReason, Histogram, PodState};
+use super::histogram::Histogram;
+use super::state::{EngineHistograms, FinishReason, ModelMetrics, PodState};
+use super::writer::{Writer, bound_labels};
 
 /// `engine_type` of a non-disaggregated server.
 const ENGINE_TYPE: &str = "unified";
@@ -214,7 +215,7 @@ fn render_scheduler(w: &mut Writer, state: &PodState) {
     let ranks: Vec<String> = (0..tp).map(|r| r.to_string()).collect();
     let dp_ranks: Vec<String> = series.iter().map(|s| s.engine().to_string()).collect();
 
-    type GaugeOf = fn(&super::ModelMetrics) -> f64;
+    type GaugeOf = fn(&ModelMetrics) -> f64;
     let gauges: [(&str, &str, GaugeOf); 8] = [
         (
             "sglang:num_running_reqs",

@@ -3,82 +3,15 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// `vllm:time_to_first_token_seconds` bounds (vLLM ≥ 0.8.2, `buckets.py`).
-pub const TTFT_BUCKETS: [f64; 22] = [
-    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
-    20.0, 40.0, 80.0, 160.0, 640.0, 2560.0,
-];
-/// `vllm:inter_token_latency_seconds` bounds.
-pub const ITL_BUCKETS: [f64; 19] = [
-    0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0,
-    40.0, 80.0,
-];
-/// `vllm:e2e_request_latency_seconds` bounds (the request-latency family).
-pub const E2E_BUCKETS: [f64; 21] = [
-    0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0,
-    480.0, 960.0, 1920.0, 7680.0,
-];
-/// prometheus-fastapi-instrumentator's `latency_highr_buckets` default.
-pub(crate) const HTTP_HIGHR_BUCKETS: [f64; 21] = [
-    0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0,
-    7.5, 10.0, 30.0, 60.0,
-];
-/// prometheus-fastapi-instrumentator's `latency_lowr_buckets` default.
-pub(crate) const HTTP_LOWR_BUCKETS: [f64; 3] = [0.1, 0.5, 1.0];
+use super::buckets::{
+    E2E_BUCKETS, HTTP_HIGHR_BUCKETS, HTTP_LOWR_BUCKETS, ITL_BUCKETS, SGLANG_E2E_BUCKETS,
+    SGLANG_ITL_BUCKETS, SGLANG_TTFT_BUCKETS, TGI_DURATION_BUCKETS, TGI_GENERATED_TOKENS_BUCKETS,
+    TGI_INPUT_LENGTH_BUCKETS, TRITON_FIRST_RESPONSE_MS_BUCKETS, TTFT_BUCKETS,
+};
+use super::histogram::Histogram;
 
-/// `sglang:time_to_first_token_seconds` bounds (SGLang's default `--bucket-time-to-first-token`).
-pub const SGLANG_TTFT_BUCKETS: [f64; 18] = [
-    0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 20.0, 40.0, 60.0, 80.0, 100.0, 200.0,
-    400.0,
-];
-/// `sglang:inter_token_latency_seconds` bounds.
-pub const SGLANG_ITL_BUCKETS: [f64; 23] = [
-    0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040, 0.060, 0.080,
-    0.100, 0.200, 0.400, 0.600, 0.800, 1.000, 2.000, 4.000, 6.000, 8.000,
-];
-/// `sglang:e2e_request_latency_seconds` bounds: the TTFT list extended to 2400 s.
-pub const SGLANG_E2E_BUCKETS: [f64; 22] = [
-    0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 20.0, 40.0, 60.0, 80.0, 100.0, 200.0,
-    400.0, 600.0, 1200.0, 1800.0, 2400.0,
-];
-/// Triton's default `nv_inference_first_response_histogram_ms` bounds, in milliseconds.
-pub const TRITON_FIRST_RESPONSE_MS_BUCKETS: [f64; 4] = [100.0, 500.0, 2000.0, 5000.0];
-/// TGI's bounds for every histogram whose name ends in `duration`: 1e-4 * 1.5^k for k = 1..=35,
-/// computed by repeated multiplication exactly as the router does, so the float noise
-/// (`0.00015000000000000001`) matches.
-pub const TGI_DURATION_BUCKETS: [f64; 35] = tgi_duration_buckets();
-/// The fake TGI's `--max-input-tokens` (TGI's historical default).
-pub const TGI_MAX_INPUT_TOKENS: u32 = 1024;
-/// The fake TGI's `--max-total-tokens` (TGI's historical default).
-pub const TGI_MAX_TOTAL_TOKENS: u32 = 2048;
-/// `tgi_request_input_length` bounds: `max_input_tokens / 100 * i`, i = 1..=100.
-pub const TGI_INPUT_LENGTH_BUCKETS: [f64; 100] = tgi_linear_buckets(TGI_MAX_INPUT_TOKENS);
-/// `tgi_request_generated_tokens` bounds: `max_total_tokens / 100 * i`, i = 1..=100.
-pub const TGI_GENERATED_TOKENS_BUCKETS: [f64; 100] = tgi_linear_buckets(TGI_MAX_TOTAL_TOKENS);
 /// What the fake TGI spends validating a request, observed into `tgi_request_validation_duration`.
 pub const TGI_VALIDATION_SECONDS: f64 = 0.0004;
-
-const fn tgi_duration_buckets() -> [f64; 35] {
-    let mut out = [0.0; 35];
-    let mut value = 0.0001;
-    let mut i = 0;
-    while i < out.len() {
-        value *= 1.5;
-        out[i] = value;
-        i += 1;
-    }
-    out
-}
-
-const fn tgi_linear_buckets(max: u32) -> [f64; 100] {
-    let mut out = [0.0; 100];
-    let mut i = 0;
-    while i < out.len() {
-        out[i] = (max as f64 / 100.0) * (i + 1) as f64;
-        i += 1;
-    }
-    out
-}
 
 /// Seconds between process start and the engine's metrics being created: a real pod spends this
 /// loading weights and profiling memory, so `_created` is well after `process_start_time_seconds`.
@@ -150,79 +83,6 @@ impl FinishReason {
 
     fn index(self) -> usize {
         self as usize
-    }
-}
-
-/// A classic histogram as prometheus_client stores it: one non-cumulative count per bound plus
-/// the `+Inf` overflow; the cumulative `_bucket` values are summed at render time.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Histogram {
-    bounds: &'static [f64],
-    counts: Vec<u64>,
-    sum: f64,
-}
-
-impl Histogram {
-    /// An empty histogram over `bounds` (ascending, finite).
-    pub fn new(bounds: &'static [f64]) -> Self {
-        Self {
-            bounds,
-            counts: vec![0; bounds.len() + 1],
-            sum: 0.0,
-        }
-    }
-
-    /// The finite upper bounds (`+Inf` is implied).
-    pub fn bounds(&self) -> &'static [f64] {
-        self.bounds
-    }
-
-    /// Non-cumulative counts, one per bound and a last one for `+Inf`.
-    pub fn counts(&self) -> &[u64] {
-        &self.counts
-    }
-
-    /// `_sum`: the total of all observed values.
-    pub fn sum(&self) -> f64 {
-        self.sum
-    }
-
-    /// `_count`: the number of observations.
-    pub fn count(&self) -> u64 {
-        self.counts.iter().sum()
-    }
-
-    /// Like prometheus_client's `observe`: the first bucket whose bound is `>= v` (`le`).
-    pub fn observe(&mut self, v: f64) {
-        self.observe_n(v, 1);
-    }
-
-    /// `n` observations of the same value at once (vLLM observes ITL once per output token).
-    pub fn observe_n(&mut self, v: f64, n: u64) {
-        if n == 0 {
-            return;
-        }
-        let idx = self.bounds.partition_point(|b| *b < v);
-        self.counts[idx] += n;
-        self.sum += v * n as f64;
-    }
-
-    /// Add another histogram's observations into this one. Bounds are assumed equal (both
-    /// come from the same constant); extra buckets of a longer `other` go to `+Inf`.
-    pub(crate) fn merge(&mut self, other: &Histogram) {
-        let last = self.counts.len() - 1;
-        for (i, c) in other.counts.iter().enumerate() {
-            self.counts[i.min(last)] += c;
-        }
-        self.sum += other.sum;
-    }
-
-    /// Overwrite the state directly, for tests that want exact bucket values. `counts` must have
-    /// one entry per bound plus one for `+Inf`; a wrong length is padded or truncated.
-    pub fn set(&mut self, counts: &[u64], sum: f64) {
-        self.counts = counts.to_vec();
-        self.counts.resize(self.bounds.len() + 1, 0);
-        self.sum = sum;
     }
 }
 
@@ -647,50 +507,9 @@ impl PodState {
     }
 }
 
-/// SplitMix64: deterministic noise for the synthetic body and the fleet simulation, so the same
-/// inputs always give the same bytes.
-#[derive(Debug, Clone)]
-pub(crate) struct Rng(u64);
-
-impl Rng {
-    pub(crate) fn new(seed: u64) -> Self {
-        Self(seed)
-    }
-
-    pub(crate) fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1).
-    pub(crate) fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// Uniform in [0, n).
-    pub(crate) fn below(&mut self, n: u64) -> u64 {
-        if n == 0 { 0 } else { self.next_u64() % n }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn histogram_uses_le_semantics() {
-        let mut h = Histogram::new(&TTFT_BUCKETS);
-        h.observe(0.1); // exactly on a bound: that bucket
-        h.observe(0.1000001);
-        h.observe(5000.0); // beyond the last bound: +Inf
-        assert_eq!(h.counts()[7], 1);
-        assert_eq!(h.counts()[8], 1);
-        assert_eq!(h.counts()[22], 1);
-        assert_eq!(h.count(), 3);
-    }
 
     #[test]
     fn series_keep_first_touch_order_and_record_updates_everything() {

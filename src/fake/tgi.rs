@@ -20,7 +20,9 @@
 
 use std::fmt::Write as _;
 
-use super::state::{EngineHistograms, FinishReason, Histogram, PodState};
+use super::histogram::Histogram;
+use super::state::{EngineHistograms, FinishReason, PodState};
+use super::writer::push_label_value;
 
 /// `tgi_batch_max_total_tokens` of the fake (what warm-up found room for).
 pub const TGI_MAX_BATCH_TOTAL_TOKENS: f64 = 262_144.0;
@@ -57,7 +59,7 @@ impl Writer {
             self.out.push('{');
             self.out.push_str(k);
             self.out.push_str("=\"");
-            super::render::push_label_value(&mut self.out, v);
+            push_label_value(&mut self.out, v);
             self.out.push_str("\"}");
         }
         let _ = writeln!(self.out, " {value}");

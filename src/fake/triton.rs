@@ -20,9 +20,12 @@
 
 use std::fmt::Write as _;
 
+use super::buckets::TRITON_FIRST_RESPONSE_MS_BUCKETS;
 use super::dcgm::dcgm_gpu_uuid;
 use super::format::write_cpp_double;
-use super::state::{FinishReason, Histogram, PodState, TRITON_FIRST_RESPONSE_MS_BUCKETS};
+use super::histogram::Histogram;
+use super::state::{FinishReason, PodState};
+use super::writer::push_label_value;
 
 /// The `version` label of every model (Triton's default model version policy serves "1").
 const VERSION: &str = "1";
@@ -80,7 +83,7 @@ impl CppWriter {
                 }
                 self.out.push_str(k);
                 self.out.push_str("=\"");
-                super::render::push_label_value(&mut self.out, v);
+                push_label_value(&mut self.out, v);
                 self.out.push('"');
             }
             self.out.push('}');

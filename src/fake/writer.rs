@@ -4,6 +4,7 @@
 use super::format::{format_float, write_float};
 use super::histogram::Histogram;
 
+/// One exposition body being written, family by family.
 pub(super) struct Writer {
     pub(super) out: String,
 }
@@ -70,7 +71,7 @@ impl Writer {
 
     /// Buckets, `_count`, `_sum` of one histogram child; `before` holds the labels sorting
     /// before `le` and `after` those sorting after it.
-    fn histogram(
+    pub(super) fn histogram(
         &mut self,
         name: &str,
         h: &Histogram,
@@ -101,6 +102,7 @@ impl Writer {
     }
 }
 
+/// The `le` label of each bound, spelled as Python's `floatToGoString` spells it.
 pub(super) fn bound_labels(bounds: &[f64]) -> Vec<String> {
-    bounds.iter().map(|b| super::format_float(*b)).collect()
+    bounds.iter().map(|b| format_float(*b)).collect()
 }

@@ -151,7 +151,10 @@ mod tests {
         );
         let c = ScalerConfig::parse("idleTimeoutSeconds: 60\ncoldStartBudgetMillis: 500\n")
             .expect("valid");
-        assert_eq!((c.idle_timeout_seconds, c.cold_start_budget_millis), (60, 500));
+        assert_eq!(
+            (c.idle_timeout_seconds, c.cold_start_budget_millis),
+            (60, 500)
+        );
     }
 
     #[test]

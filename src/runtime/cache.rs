@@ -138,16 +138,10 @@ impl TriggerEntry {
             match tokio::time::timeout_at(deadline, rx.changed()).await {
                 Ok(Ok(())) => continue,
                 _ => {
-                    return Err(Unavailable(format!(
-                        "no reading yet: the first poll of {} has not finished within the {} ms cold-start budget; polling continues",
-                        self.spec
-                            .sources()
-                            .iter()
-                            .map(ToString::to_string)
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                        budget.as_millis()
-                    )));
+                    return Err(Unavailable::ColdStart {
+                        sources: self.spec.sources(),
+                        budget,
+                    });
                 }
             }
         }
@@ -414,9 +408,10 @@ fn log_transition(labels: &TriggerLabels, before: &Evaluation, after: &Evaluatio
     let (from, to) = (before.kind(), after.kind());
     if from != to {
         let reason = match &after.status {
-            Status::Unavailable(reason) => reason.as_str(),
-            _ => "",
+            Status::Unavailable(reason) => reason.to_string(),
+            _ => String::new(),
         };
+        let reason = reason.as_str();
         if to == "unavailable" || to == "degraded" {
             tracing::warn!(namespace = %labels.namespace, name = %labels.name, metric = %labels.metric, from, to, reason, "trigger state changed");
         } else {
@@ -432,5 +427,29 @@ fn log_transition(labels: &TriggerLabels, before: &Evaluation, after: &Evaluatio
         && let Status::Ready { decision, .. } = &after.status
     {
         tracing::info!(namespace = %labels.namespace, name = %labels.name, metric = %labels.metric, active = is, backlog = decision.backlog, "activity changed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::guard::config::ScalerConfig;
+
+    #[test]
+    fn settings_come_from_the_config_keys() {
+        let config = ScalerConfig::parse("idleTimeoutSeconds: 60\ncoldStartBudgetMillis: 500\n")
+            .expect("valid");
+        assert_eq!(
+            CacheSettings::from_config(&config),
+            CacheSettings {
+                cold_start_budget: Duration::from_millis(500),
+                idle_timeout: Duration::from_secs(60),
+            }
+        );
+        // An empty config file and no config file mean the same.
+        assert_eq!(
+            CacheSettings::from_config(&ScalerConfig::default()),
+            CacheSettings::default()
+        );
     }
 }

@@ -16,8 +16,11 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
 use tokio::task::AbortHandle;
 
+pub use crate::decide::signal_state::{SignalState, Timed};
 use crate::runtime::telemetry::Telemetry;
-use crate::source::{PollOutcome, Reading, SourceContext, SourceError, SourceMemory, SourceSpec};
+use crate::source::context::SourceContext;
+use crate::source::error::{PollOutcome, SourceError};
+use crate::source::spec::{Reading, SourceMemory, SourceSpec};
 
 /// What identifies a poller: the source and how often it is read. Triggers
 /// with the same source but another interval get their own poller, so that
@@ -30,42 +33,12 @@ pub struct PollerKey {
     pub interval: Duration,
 }
 
-/// A value with the time it was taken.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Timed<T> {
-    /// The value.
-    pub value: T,
-    /// Monotonic time, for ages.
-    pub at: Instant,
-    /// Wall time, for display.
-    pub wall: SystemTime,
-}
-
-impl<T> Timed<T> {
-    fn now(value: T) -> Timed<T> {
-        Timed {
-            value,
-            at: Instant::now(),
-            wall: SystemTime::now(),
-        }
-    }
-}
-
-/// Everything a trigger needs to judge a source.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct SignalState {
-    /// The most recent successful reading.
-    pub last_good: Option<Timed<Reading>>,
-    /// The most recent failure.
-    pub last_failure: Option<Timed<SourceError>>,
-    /// Failures since the last success.
-    pub consecutive_failures: u32,
-}
-
-impl SignalState {
-    /// True while the newest poll failed.
-    pub fn failing(&self) -> bool {
-        self.consecutive_failures > 0
+/// `value`, stamped now (the poller owns the clock; `decide` only compares).
+fn timed_now<T>(value: T) -> Timed<T> {
+    Timed {
+        value,
+        at: Instant::now(),
+        wall: SystemTime::now(),
     }
 }
 
@@ -187,10 +160,11 @@ async fn poll_loop(
     };
     loop {
         let started = Instant::now();
-        let result = match tokio::time::timeout(timeout, key.source.read(&ctx, &mut memory)).await {
-            Ok(result) => result,
-            Err(_) => Err(SourceError::Timeout(timeout)),
-        };
+        let result =
+            match tokio::time::timeout(timeout, read_once(&key.source, &ctx, &mut memory)).await {
+                Ok(result) => result,
+                Err(_) => Err(SourceError::timeout(timeout)),
+            };
         let elapsed = started.elapsed();
         match result {
             Ok(reading) => {
@@ -202,7 +176,7 @@ async fn poll_loop(
                 if state.failing() {
                     tracing::info!(source = %label, failures = state.consecutive_failures, "source recovered");
                 }
-                state.last_good = Some(Timed::now(reading));
+                state.last_good = Some(timed_now(reading));
                 state.consecutive_failures = 0;
             }
             Err(error) => {
@@ -212,7 +186,7 @@ async fn poll_loop(
                 if !state.failing() || reason_changed {
                     tracing::warn!(source = %label, outcome = error.outcome().as_str(), error = %error, "source read failed");
                 }
-                state.last_failure = Some(Timed::now(error));
+                state.last_failure = Some(timed_now(error));
                 state.consecutive_failures = state.consecutive_failures.saturating_add(1);
             }
         }
@@ -224,6 +198,25 @@ async fn poll_loop(
             retry_delay(failures, key.interval, &label)
         };
         tokio::time::sleep_until((started + wait).into()).await;
+    }
+}
+
+/// Take one reading of `source`, calling its reader directly. `memory` is
+/// the poller's state between readings (open broker connections, Kafka's
+/// previous offsets).
+pub async fn read_once(
+    source: &SourceSpec,
+    ctx: &SourceContext,
+    memory: &mut SourceMemory,
+) -> Result<Reading, SourceError> {
+    match source {
+        SourceSpec::Engine(source) => source.read(ctx).await.map(Reading::Engine),
+        SourceSpec::Dcgm(source) => source.read(ctx).await.map(Reading::Gpu),
+        SourceSpec::Prometheus(query) => query.read(ctx).await.map(Reading::Query),
+        SourceSpec::Broker(source) => source
+            .read(&ctx.brokers, &mut memory.broker)
+            .await
+            .map(Reading::Broker),
     }
 }
 

@@ -12,9 +12,10 @@ use std::hash::{Hash, Hasher};
 
 use serde::Serialize;
 
-use super::engine::{resolve_all, scrape_all};
+use super::context::SourceContext;
+use super::error::SourceError;
 use super::http::ScrapeTarget;
-use super::{SourceContext, SourceError, prom_text};
+use super::prom_text;
 
 /// GPU utilisation in percent, 0–100.
 pub const GPU_UTIL: &str = "DCGM_FI_DEV_GPU_UTIL";
@@ -115,11 +116,10 @@ impl DcgmSource {
 
     /// Scrape every exporter and select the workload's GPUs.
     pub async fn read(&self, ctx: &SourceContext) -> Result<GpuReading, SourceError> {
-        let discovered = resolve_all(&self.targets, ctx).await?;
-        let bodies = scrape_all(ctx, discovered.urls, &self.label()).await?;
+        let scraped = ctx.http.scrape_all(&self.targets, &self.label()).await?;
         let mut gpus = Vec::new();
         let mut malformed_lines = 0;
-        for (url, body) in bodies {
+        for (url, body) in scraped.bodies {
             malformed_lines += self.parse_exporter(url.as_str(), &body, &mut gpus)?;
         }
         gpus.sort_by(|a, b| (&a.pod, &a.gpu).cmp(&(&b.pod, &b.gpu)));
@@ -174,19 +174,19 @@ impl DcgmSource {
             },
         );
         if let Some(value) = bad {
-            return Err(SourceError::Parse {
-                target: target.to_owned(),
-                reason: format!("{GPU_UTIL} has value {value}, not a percentage"),
-            });
+            return Err(SourceError::parse(
+                target,
+                format!("{GPU_UTIL} has value {value}, not a percentage"),
+            ));
         }
         if !seen_family {
-            return Err(SourceError::Parse {
-                target: target.to_owned(),
-                reason: format!(
+            return Err(SourceError::parse(
+                target,
+                format!(
                     "no {GPU_UTIL} samples ({} malformed lines)",
                     stats.malformed_lines
                 ),
-            });
+            ));
         }
         Ok(stats.malformed_lines)
     }

@@ -1,5 +1,10 @@
-//! HTTP scraping shared by the pod-scrape sources: target syntax, DNS
-//! discovery, and one bounded GET.
+//! HTTP reading, for the pod-scrape sources (engine, dcgm) and Prometheus:
+//! target syntax, DNS discovery, the fan-out over every pod, and one
+//! bounded GET, with each failure classified ([`FailureKind`]) where it
+//! happens.
+//!
+//! Fan-out and GET live together so that one pod-scrape reading is one
+//! call here ([`HttpScraper::scrape_all`]) followed by the source's parser.
 
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
@@ -7,10 +12,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::Url;
+use tokio::task::JoinSet;
 
-use super::SourceError;
+use super::error::{FailureKind, SourceError};
 use crate::guard::credentials::RequestAuth;
-use crate::guard::outbound::{OutboundDenied, OutboundPolicy, PolicyResolver};
+use crate::guard::outbound::{OutboundDenied, OutboundPolicy, PolicyResolver, ResolveError};
 
 pub use crate::guard::config::DEFAULT_MAX_RESPONSE_BYTES;
 
@@ -102,10 +108,13 @@ impl ScrapeTarget {
                         Ok(addrs) => addrs.collect(),
                         Err(e) if is_no_such_name(&e) => Vec::new(),
                         Err(e) => {
-                            return Err(SourceError::Upstream {
-                                target: self.to_string(),
-                                reason: format!("DNS lookup of `{host}` failed: {e}"),
-                            });
+                            return Err(SourceError::new(
+                                FailureKind::Dns {
+                                    no_such_name: false,
+                                },
+                                self.to_string(),
+                                format!("DNS lookup of `{host}` failed: {e}"),
+                            ));
                         }
                     };
                 let mut urls = Vec::with_capacity(addrs.len());
@@ -130,7 +139,12 @@ impl ScrapeTarget {
 /// them only through their `gai_strerror` text; `EAI_AGAIN` ("Temporary
 /// failure in name resolution": SERVFAIL, timeouts) stays an error.
 pub fn is_no_such_name(error: &std::io::Error) -> bool {
-    let text = error.to_string();
+    names_no_such_name(&error.to_string())
+}
+
+/// [`is_no_such_name`] on the error's text, for resolvers that hand it on
+/// as text only (the outbound policy's, librdkafka's, hyper's).
+pub(crate) fn names_no_such_name(text: &str) -> bool {
     [
         "Name or service not known",           // glibc EAI_NONAME
         "No address associated with hostname", // glibc EAI_NODATA
@@ -157,10 +171,7 @@ impl ScrapeTarget {
     /// error, not dropped: each address is a pod, and a reading that
     /// silently misses pods would under-count.
     pub async fn resolve_checked(&self, policy: &OutboundPolicy) -> Result<Vec<Url>, SourceError> {
-        let denied = |d: OutboundDenied| SourceError::Upstream {
-            target: self.to_string(),
-            reason: d.to_string(),
-        };
+        let denied = |d: OutboundDenied| SourceError::denied(self.to_string(), &d);
         self.check_outbound(policy).map_err(denied)?;
         let urls = self.resolve().await?;
         if let ScrapeTarget::Dns { host, .. } = self {
@@ -255,16 +266,19 @@ impl HttpScraper {
         url: &Url,
         auth: Option<&RequestAuth>,
     ) -> Result<String, SourceError> {
-        let upstream = |reason: String| SourceError::Upstream {
-            target: url.to_string(),
-            reason,
+        let failed = |error: &reqwest::Error| {
+            SourceError::new(
+                classify_reqwest(error),
+                url.as_str(),
+                describe_reqwest_error(error),
+            )
         };
         // An IP-literal URL (a dns+ discovered pod among them) never reaches
         // the resolver: check the address here.
         if let Some(ip) = url_ip(url)
             && let Err(denied) = self.outbound.check_addr(ip)
         {
-            return Err(upstream(denied.to_string()));
+            return Err(SourceError::denied(url.as_str(), &denied));
         }
         let mut request = self
             .client
@@ -275,44 +289,110 @@ impl HttpScraper {
         if let Some(auth) = auth {
             request = auth.apply(request);
         }
-        let mut response = request
-            .send()
-            .await
-            .map_err(|e| upstream(describe_reqwest_error(&e)))?;
+        let mut response = request.send().await.map_err(|e| failed(&e))?;
         let status = response.status();
         if !status.is_success() {
-            return Err(upstream(format!("HTTP status {status}")));
+            return Err(SourceError::http_status(
+                url.as_str(),
+                status.as_u16(),
+                format!("HTTP status {status}"),
+            ));
         }
+        let too_big =
+            |detail: String| SourceError::new(FailureKind::Rejected, url.as_str(), detail);
         if let Some(len) = response.content_length()
             && len > self.max_response_bytes as u64
         {
-            return Err(upstream(format!(
+            return Err(too_big(format!(
                 "response of {len} bytes exceeds the {} byte cap",
                 self.max_response_bytes
             )));
         }
         let mut body = Vec::new();
-        while let Some(chunk) = response
-            .chunk()
-            .await
-            .map_err(|e| upstream(describe_reqwest_error(&e)))?
-        {
+        while let Some(chunk) = response.chunk().await.map_err(|e| failed(&e))? {
             if body.len() + chunk.len() > self.max_response_bytes {
-                return Err(upstream(format!(
+                return Err(too_big(format!(
                     "response exceeds the {} byte cap",
                     self.max_response_bytes
                 )));
             }
             body.extend_from_slice(&chunk);
         }
-        String::from_utf8(body).map_err(|e| SourceError::Parse {
-            target: url.to_string(),
-            reason: format!(
-                "response is not UTF-8 text (invalid byte at {})",
-                e.utf8_error().valid_up_to()
-            ),
+        String::from_utf8(body).map_err(|e| {
+            SourceError::parse(
+                url.as_str(),
+                format!(
+                    "response is not UTF-8 text (invalid byte at {})",
+                    e.utf8_error().valid_up_to()
+                ),
+            )
         })
     }
+
+    /// One pod-scrape reading: resolve every target (`dns+` addresses
+    /// checked against the outbound policy here, so a refusal names the DNS
+    /// name it came from), then GET every URL concurrently. The first
+    /// failure fails the whole reading; `label` names the reading when a
+    /// scrape task itself fails.
+    pub async fn scrape_all(
+        &self,
+        targets: &[ScrapeTarget],
+        label: &str,
+    ) -> Result<Scraped, SourceError> {
+        let mut urls = Vec::new();
+        let mut empty_names = Vec::new();
+        for target in targets {
+            let found = target.resolve_checked(&self.outbound).await?;
+            if found.is_empty() {
+                empty_names.push(target.to_string());
+            }
+            urls.extend(found);
+        }
+        urls.sort();
+        urls.dedup();
+        let mut scrapes = JoinSet::new();
+        for url in urls {
+            let http = self.clone();
+            scrapes.spawn(async move {
+                let body = http.get_text(&url).await;
+                (url, body)
+            });
+        }
+        let mut bodies = Vec::new();
+        let mut first_error = None;
+        while let Some(joined) = scrapes.join_next().await {
+            match joined {
+                Ok((url, Ok(body))) => bodies.push((url, body)),
+                Ok((_, Err(error))) => {
+                    first_error.get_or_insert(error);
+                }
+                Err(join_error) => {
+                    first_error.get_or_insert(SourceError::new(
+                        FailureKind::Internal,
+                        label,
+                        format!("scrape task failed: {join_error}"),
+                    ));
+                }
+            }
+        }
+        if let Some(error) = first_error {
+            return Err(error);
+        }
+        bodies.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(Scraped {
+            bodies,
+            empty_names,
+        })
+    }
+}
+
+/// What one scrape of every target got.
+#[derive(Debug, Default)]
+pub struct Scraped {
+    /// Each URL scraped and its body, sorted by URL.
+    pub bodies: Vec<(Url, String)>,
+    /// `dns+` targets whose name has no addresses (NXDOMAIN or no records).
+    pub empty_names: Vec<String>,
 }
 
 /// The address of an IP-literal URL.
@@ -322,6 +402,40 @@ fn url_ip(url: &Url) -> Option<IpAddr> {
         .trim_end_matches(']')
         .parse()
         .ok()
+}
+
+/// The kind of a failed request: a refusal or a failed name lookup (see
+/// [`resolution_failure`]), else [`FailureKind::Unreachable`]: whatever kept
+/// an answer from arriving.
+pub(crate) fn classify_reqwest(error: &reqwest::Error) -> FailureKind {
+    if let Some(status) = error.status() {
+        return FailureKind::of_status(status.as_u16());
+    }
+    resolution_failure(error).unwrap_or(FailureKind::Unreachable)
+}
+
+/// The kind of a connection failure that happened at name resolution, or
+/// `None`. The outbound policy's resolver hands its refusal or lookup
+/// failure on as an error's cause; hyper's own resolver (the broker HTTP
+/// client, the AWS SDK) says "dns error" around getaddrinfo's text.
+pub(crate) fn resolution_failure(error: &(dyn std::error::Error + 'static)) -> Option<FailureKind> {
+    let (mut dns, mut no_such_name) = (false, false);
+    let mut next = Some(error);
+    while let Some(cause) = next {
+        if let Some(resolve) = cause.downcast_ref::<ResolveError>() {
+            return Some(match resolve {
+                ResolveError::Denied(_) => FailureKind::Denied,
+                ResolveError::Lookup { reason, .. } => FailureKind::Dns {
+                    no_such_name: reason == "no addresses" || names_no_such_name(reason),
+                },
+            });
+        }
+        let text = cause.to_string();
+        dns |= text == "dns error" || text.contains("failed to lookup address information");
+        no_such_name |= names_no_such_name(&text);
+        next = cause.source();
+    }
+    dns.then_some(FailureKind::Dns { no_such_name })
 }
 
 /// reqwest's Display hides the cause ("error sending request"); the chain
@@ -347,86 +461,4 @@ pub(crate) fn describe_reqwest_error(error: &reqwest::Error) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_static_and_dns_targets() {
-        let t = ScrapeTarget::parse("http://10.0.0.7:8000").expect("valid");
-        assert_eq!(t.to_string(), "http://10.0.0.7:8000/metrics");
-        let t = ScrapeTarget::parse("dns+http://vllm.ns.svc:8000/metrics").expect("valid");
-        assert!(matches!(t, ScrapeTarget::Dns { port: 8000, .. }));
-        assert_eq!(t.to_string(), "dns+http://vllm.ns.svc:8000/metrics");
-    }
-
-    #[test]
-    fn rejects_what_cannot_be_scraped() {
-        for (entry, needle) in [
-            ("http:///metrics", "host"),
-            ("ftp://a/metrics", "scheme"),
-            ("not a url", "not a URL"),
-            ("http://u:p@a/metrics", "credentials"),
-            ("dns+http://10.0.0.1:80/metrics", "DNS name"),
-        ] {
-            let err = ScrapeTarget::parse(entry).expect_err(entry);
-            assert!(err.contains(needle), "{entry}: {err}");
-        }
-    }
-
-    #[tokio::test]
-    async fn dns_targets_resolve_every_address() {
-        let t = ScrapeTarget::parse("dns+http://localhost:8000/metrics").expect("valid");
-        let urls = t.resolve().await.expect("localhost resolves");
-        assert!(!urls.is_empty());
-        for url in urls {
-            assert!(
-                url.host_str()
-                    .is_some_and(|h| h.parse::<IpAddr>().is_ok() || h.starts_with('['))
-            );
-            assert_eq!(url.port(), Some(8000));
-            assert_eq!(url.path(), "/metrics");
-        }
-    }
-
-    #[tokio::test]
-    async fn checked_resolution_applies_the_outbound_policy() {
-        let entries = vec!["localhost".to_owned(), "10.0.0.0/8".to_owned()];
-        let policy = OutboundPolicy::new(Some(&entries), false).expect("valid");
-        let t = ScrapeTarget::parse("dns+http://localhost:8000/metrics").expect("valid");
-        t.check_outbound(&policy).expect("the name is allowed");
-        let err = t
-            .resolve_checked(&policy)
-            .await
-            .expect_err("loopback refused");
-        assert!(err.to_string().contains("resolved from localhost"), "{err}");
-        let t = ScrapeTarget::parse("http://169.254.169.254/metrics").expect("valid");
-        let err = t
-            .check_outbound(&OutboundPolicy::allow_all())
-            .expect_err("metadata");
-        assert!(err.rule.contains("refused by default"), "{err}");
-        let t = ScrapeTarget::parse("dns+http://evil.example:80/").expect("valid");
-        let err = t
-            .resolve_checked(&policy)
-            .await
-            .expect_err("name refused, no DNS");
-        assert!(err.to_string().contains("no host pattern"), "{err}");
-    }
-}
-
-#[cfg(test)]
-mod resolution_tests {
-    use super::is_no_such_name;
-
-    #[test]
-    fn only_definite_negative_answers_mean_no_such_name() {
-        let gai = |text: &str| {
-            std::io::Error::other(format!("failed to lookup address information: {text}"))
-        };
-        assert!(is_no_such_name(&gai("Name or service not known")));
-        assert!(is_no_such_name(&gai("No address associated with hostname")));
-        assert!(!is_no_such_name(&gai(
-            "Temporary failure in name resolution"
-        )));
-        assert!(!is_no_such_name(&gai("System error")));
-    }
-}
+mod tests;

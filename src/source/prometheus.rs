@@ -12,8 +12,10 @@ use std::fmt;
 use reqwest::Url;
 use serde::{Deserialize, Serialize};
 
-use super::engine::Engine;
-use super::{SourceContext, SourceError};
+use super::context::SourceContext;
+use super::dcgm::GPU_UTIL;
+use super::engine::names::Engine;
+use super::error::{FailureKind, SourceError};
 
 /// Identity of one PromQL query.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -117,36 +119,29 @@ impl PromQuery {
 
     /// Errors name the query, since several queries share one server.
     fn name_query(&self, error: SourceError) -> SourceError {
-        match error {
-            SourceError::Upstream { reason, .. } => SourceError::Upstream {
-                target: self.label(),
-                reason,
-            },
-            SourceError::Parse { reason, .. } => SourceError::Parse {
-                target: self.label(),
-                reason,
-            },
-            other => other,
+        match error.target() {
+            Some(_) => SourceError::new(error.kind(), self.label(), error.detail()),
+            None => error,
         }
     }
 
     /// Parse an `/api/v1/query` response body.
     pub fn parse_response(&self, body: &str) -> Result<QueryReading, SourceError> {
-        let parse_error = |reason: String| SourceError::Parse {
-            target: self.label(),
-            reason,
-        };
+        let parse_error = |reason: String| SourceError::parse(self.label(), reason);
         let response: ApiResponse = serde_json::from_str(body)
             .map_err(|e| parse_error(format!("not a Prometheus API response: {e}")))?;
         if response.status != "success" {
-            return Err(SourceError::Upstream {
-                target: self.label(),
-                reason: format!(
+            // Prometheus sends its errors with a 4xx/5xx status, which the
+            // GET already reports; this is a 200 that says "error".
+            return Err(SourceError::new(
+                FailureKind::Rejected,
+                self.label(),
+                format!(
                     "query failed: {} {}",
                     response.error_type.unwrap_or_default(),
                     response.error.unwrap_or_default()
                 ),
-            });
+            ));
         }
         let data = response
             .data
@@ -283,7 +278,7 @@ impl DefaultQueries {
         if let Some(re) = pod_regex {
             matchers.push(format!("pod=~{}", promql_string(re)));
         }
-        format!("avg({}{{{}}})", super::dcgm::GPU_UTIL, matchers.join(","))
+        format!("avg({}{{{}}})", GPU_UTIL, matchers.join(","))
     }
 }
 

@@ -1,7 +1,9 @@
-//! Every metadata key backlog-scaler reads: the user reference. Each
-//! constant's doc comment gives the meaning, type and default; the README's
-//! metadata table is generated from the same text by hand, so keep both in
-//! step.
+//! Every metadata key backlog-scaler reads, engine and broker alike: the
+//! user reference. Each constant's doc comment gives the meaning, type and
+//! default; the README's metadata tables are generated from the same text by
+//! hand, so keep both in step. Broker keys keep KEDA's names and defaults
+//! where KEDA's built-in scaler has the concept. A key `xFromEnv` is read as
+//! `x` (KEDA resolves it from the workload's environment).
 
 // --- Engine signals, direct scrape -------------------------------------------
 
@@ -51,6 +53,10 @@ pub const REPLICAS_QUERY: &str = "replicasQuery";
 /// Name of a credentials profile in the scaler-side `--config` (bearer
 /// token, basic auth, headers for Prometheus). Credentials never come from
 /// metadata.
+///
+/// With a broker source: name of a credential profile in the scaler's
+/// `--config` (`profiles:`), used for the broker's credentials. The profile
+/// may restrict which namespaces use it (others get `PERMISSION_DENIED`).
 pub const AUTH_PROFILE: &str = "authProfile";
 
 // --- Fusion ------------------------------------------------------------------
@@ -149,6 +155,88 @@ pub const MAX_SIGNAL_AGE_SECONDS: &str = "maxSignalAgeSeconds";
 /// one ScaledObject point at this scaler: KEDA refuses duplicate names.
 pub const METRIC_NAME: &str = "metricName";
 
+// --- Brokers: SQS ------------------------------------------------------------
+
+/// SQS: the queue, as a full URL
+/// (`https://sqs.REGION.amazonaws.com/ACCOUNT/NAME`) or its name (looked
+/// up once with GetQueueUrl). Selects the SQS source. Each reading is one
+/// `GetQueueAttributes` call; `Q = ApproximateNumberOfMessages` (+
+/// `…NotVisible` with `scaleOnInFlight`, + `…Delayed` with
+/// `scaleOnDelayed`), as KEDA's `aws-sqs-queue`.
+pub const QUEUE_URL: &str = "queueURL";
+/// SQS: the AWS region, e.g. `eu-west-1`. Required with `queueURL`.
+pub const AWS_REGION: &str = "awsRegion";
+/// SQS: endpoint of an SQS-compatible server, e.g. `http://moto:5000`.
+/// Default: AWS's endpoint for `awsRegion`.
+pub const AWS_ENDPOINT: &str = "awsEndpoint";
+/// SQS: count in-flight messages (received, not yet deleted:
+/// `ApproximateNumberOfMessagesNotVisible`). `true` or `false`, default
+/// `true` (KEDA's default).
+pub const SCALE_ON_IN_FLIGHT: &str = "scaleOnInFlight";
+/// SQS: count delayed messages (`ApproximateNumberOfMessagesDelayed`).
+/// `true` or `false`, default `false`.
+pub const SCALE_ON_DELAYED: &str = "scaleOnDelayed";
+
+// --- Brokers: Kafka ----------------------------------------------------------
+
+/// Kafka: comma-separated `host:port` list. Selects the Kafka source.
+/// `Q` is the consumer group's lag, summed over partitions: high
+/// watermark − committed offset, as KEDA's `kafka` scaler.
+pub const BOOTSTRAP_SERVERS: &str = "bootstrapServers";
+/// Kafka: the consumer group whose committed offsets are read (the
+/// scaler never joins it). Required with `bootstrapServers`.
+pub const CONSUMER_GROUP: &str = "consumerGroup";
+/// Kafka: the topic. Default: every topic on which the group has
+/// committed an offset (internal `__` topics excluded).
+pub const TOPIC: &str = "topic";
+/// Kafka: lag of a partition without a committed offset: `latest`
+/// (default) counts 1, `earliest` counts the high watermark (every
+/// message would be read), as the consumer's `auto.offset.reset`.
+pub const OFFSET_RESET_POLICY: &str = "offsetResetPolicy";
+/// Kafka: `true` counts 0 for a partition without a committed offset,
+/// whatever `offsetResetPolicy` says. Default `false`.
+pub const SCALE_TO_ZERO_ON_INVALID_OFFSET: &str = "scaleToZeroOnInvalidOffset";
+/// Kafka: `true` lets replicas exceed the partition count (idle
+/// consumers). Default `false`: the broker term is capped at
+/// `targetBacklogPerReplica × partitions`, as KEDA caps replicas.
+pub const ALLOW_IDLE_CONSUMERS: &str = "allowIdleConsumers";
+/// Kafka: `true` counts 0 (for scaling) on a partition whose committed
+/// offset has not moved since the previous reading, e.g. a poison
+/// message; such lag still counts for activation, as in KEDA. Default `false`.
+pub const EXCLUDE_PERSISTENT_LAG: &str = "excludePersistentLag";
+/// Kafka: `true` caps replicas at the number of partitions that have
+/// lag, instead of all partitions. Needs `topic`; not with
+/// `allowIdleConsumers: true`. Default `false`.
+pub const LIMIT_TO_PARTITIONS_WITH_LAG: &str = "limitToPartitionsWithLag";
+
+// --- Brokers: RabbitMQ -------------------------------------------------------
+
+/// RabbitMQ: `amqp://HOST:PORT[/VHOST]`, `amqps://…`, or the management
+/// API `http(s)://HOST:PORT[/VHOST]`, WITHOUT credentials (they come from
+/// `authProfile`; without one, `guest`/`guest`). Selects the RabbitMQ
+/// source. KEDA's `host`, renamed because `host` is too generic here.
+pub const RABBITMQ_HOST: &str = "rabbitmqHost";
+/// RabbitMQ: `auto` (default: from the scheme of `rabbitmqHost`), `amqp`
+/// or `http`. AMQP counts ready messages (a passive `queue.declare`);
+/// HTTP counts ready + unacknowledged (`messages` of
+/// `GET /api/queues/VHOST/QUEUE`).
+pub const PROTOCOL: &str = "protocol";
+/// RabbitMQ: the virtual host. Default: the path of `rabbitmqHost`
+/// (percent-decoded), or `/` when it has none.
+pub const VHOST_NAME: &str = "vhostName";
+/// RabbitMQ: the queue. Required with `rabbitmqHost`.
+pub const QUEUE_NAME: &str = "queueName";
+/// RabbitMQ (HTTP only): `true` counts ready messages only
+/// (`messages_ready`), not those delivered and unacknowledged. Default `false`.
+pub const EXCLUDE_UNACKNOWLEDGED: &str = "excludeUnacknowledged";
+
+// --- Brokers: any ------------------------------------------------------------
+
+/// `w`: requests-equivalent per broker message (e.g. `4` when each
+/// message is a batch of 4 prompts). A number > 0, default `1`. Needs a
+/// broker source.
+pub const MESSAGE_WEIGHT: &str = "messageWeight";
+
 // --- KEDA's own ----------------------------------------------------------------
 
 /// KEDA's own key: the scaler's `host:port`. Accepted and ignored.
@@ -158,8 +246,113 @@ pub const ENABLE_TLS: &str = "enableTLS";
 /// KEDA's own key: skip TLS verification on KEDA's side. Accepted and ignored.
 pub const UNSAFE_SSL: &str = "unsafeSsl";
 
-/// Keys that configure backlog-scaler.
-pub const OURS: &[&str] = &[
+// --- Groups ------------------------------------------------------------------
+
+/// Engine signals read by scraping the pods.
+pub const SCRAPE: &[&str] = &[VLLM_TARGETS, ENGINE, MODEL_NAME];
+/// Engine and GPU signals read with PromQL (`authProfile` is also a broker key).
+pub const PROMETHEUS: &[&str] = &[
+    PROMETHEUS_ADDRESS,
+    SERVER_ADDRESS,
+    NAMESPACE,
+    WAITING_QUERY,
+    RUNNING_QUERY,
+    TTFT_QUERY,
+    KV_CACHE_QUERY,
+    GPU_UTIL_QUERY,
+    REPLICAS_QUERY,
+    AUTH_PROFILE,
+];
+/// The fusion formula's `T`, `C` and `A`.
+pub const FUSION: &[&str] = &[
+    TARGET_BACKLOG_PER_REPLICA,
+    RUNNING_PER_REPLICA,
+    ACTIVATION_BACKLOG,
+];
+/// `policy` and the keys only `policy: capacity` reads.
+pub const CAPACITY_POLICY: &[&str] = &[
+    POLICY,
+    DRAIN_RATE_PER_REPLICA,
+    ARRIVAL_SMOOTHING_SECONDS,
+    PEAK_HOLD_SECONDS,
+    HEADROOM,
+    DRAIN_HORIZON_SECONDS,
+    LEARN_DRAIN_RATE,
+];
+/// The latency (TTFT) guard.
+pub const LATENCY: &[&str] = &[
+    TTFT_SLO_SECONDS,
+    TTFT_TOLERANCE,
+    TTFT_WINDOW_SECONDS,
+    TTFT_QUANTILE,
+];
+/// The KV-cache term.
+pub const KV_CACHE: &[&str] = &[KV_CACHE_TARGET];
+/// The GPU guard and where `U` comes from.
+pub const GPU: &[&str] = &[
+    DCGM_TARGETS,
+    POD_SELECTOR_REGEX,
+    GPU_BUSY_PERCENT,
+    GPU_IDLE_PERCENT,
+];
+/// Polling, signal age and the metric name.
+pub const TIMING: &[&str] = &[POLL_INTERVAL_SECONDS, MAX_SIGNAL_AGE_SECONDS, METRIC_NAME];
+/// SQS keys.
+pub const SQS: &[&str] = &[
+    QUEUE_URL,
+    AWS_REGION,
+    AWS_ENDPOINT,
+    SCALE_ON_IN_FLIGHT,
+    SCALE_ON_DELAYED,
+];
+/// Kafka keys.
+pub const KAFKA: &[&str] = &[
+    BOOTSTRAP_SERVERS,
+    CONSUMER_GROUP,
+    TOPIC,
+    OFFSET_RESET_POLICY,
+    SCALE_TO_ZERO_ON_INVALID_OFFSET,
+    ALLOW_IDLE_CONSUMERS,
+    EXCLUDE_PERSISTENT_LAG,
+    LIMIT_TO_PARTITIONS_WITH_LAG,
+];
+/// RabbitMQ keys.
+pub const RABBITMQ: &[&str] = &[
+    RABBITMQ_HOST,
+    PROTOCOL,
+    VHOST_NAME,
+    QUEUE_NAME,
+    EXCLUDE_UNACKNOWLEDGED,
+];
+/// Keys of any broker.
+pub const BROKER_COMMON: &[&str] = &[MESSAGE_WEIGHT, AUTH_PROFILE];
+/// Every broker key.
+pub const BROKER: &[&str] = &[
+    QUEUE_URL,
+    AWS_REGION,
+    AWS_ENDPOINT,
+    SCALE_ON_IN_FLIGHT,
+    SCALE_ON_DELAYED,
+    BOOTSTRAP_SERVERS,
+    CONSUMER_GROUP,
+    TOPIC,
+    OFFSET_RESET_POLICY,
+    SCALE_TO_ZERO_ON_INVALID_OFFSET,
+    ALLOW_IDLE_CONSUMERS,
+    EXCLUDE_PERSISTENT_LAG,
+    LIMIT_TO_PARTITIONS_WITH_LAG,
+    RABBITMQ_HOST,
+    PROTOCOL,
+    VHOST_NAME,
+    QUEUE_NAME,
+    EXCLUDE_UNACKNOWLEDGED,
+    MESSAGE_WEIGHT,
+    AUTH_PROFILE,
+];
+/// Every key that configures backlog-scaler, each once: the engine side
+/// first, then the broker-only keys (`authProfile` serves both and is listed
+/// with the engine side).
+pub const ALL: &[&str] = &[
     VLLM_TARGETS,
     ENGINE,
     MODEL_NAME,
@@ -195,6 +388,71 @@ pub const OURS: &[&str] = &[
     POLL_INTERVAL_SECONDS,
     MAX_SIGNAL_AGE_SECONDS,
     METRIC_NAME,
+    QUEUE_URL,
+    AWS_REGION,
+    AWS_ENDPOINT,
+    SCALE_ON_IN_FLIGHT,
+    SCALE_ON_DELAYED,
+    BOOTSTRAP_SERVERS,
+    CONSUMER_GROUP,
+    TOPIC,
+    OFFSET_RESET_POLICY,
+    SCALE_TO_ZERO_ON_INVALID_OFFSET,
+    ALLOW_IDLE_CONSUMERS,
+    EXCLUDE_PERSISTENT_LAG,
+    LIMIT_TO_PARTITIONS_WITH_LAG,
+    RABBITMQ_HOST,
+    PROTOCOL,
+    VHOST_NAME,
+    QUEUE_NAME,
+    EXCLUDE_UNACKNOWLEDGED,
+    MESSAGE_WEIGHT,
 ];
 /// Keys KEDA itself reads and forwards with the rest.
 pub const KEDAS: &[&str] = &[SCALER_ADDRESS, ENABLE_TLS, UNSAFE_SSL];
+/// Every group, for checks that each key of [`ALL`] has its place.
+pub const GROUPS: &[&[&str]] = &[
+    SCRAPE,
+    PROMETHEUS,
+    FUSION,
+    CAPACITY_POLICY,
+    LATENCY,
+    KV_CACHE,
+    GPU,
+    TIMING,
+    SQS,
+    KAFKA,
+    RABBITMQ,
+    BROKER_COMMON,
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_key_is_listed_once_and_has_a_group() {
+        let mut all: Vec<&str> = ALL.to_vec();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), ALL.len(), "a key is listed twice in ALL");
+        for key in ALL {
+            let groups = GROUPS.iter().filter(|g| g.contains(key)).count();
+            let expected = if *key == AUTH_PROFILE { 2 } else { 1 };
+            assert_eq!(groups, expected, "{key} is in {groups} groups");
+            assert!(!KEDAS.contains(key), "{key} is also KEDA's");
+        }
+        for group in GROUPS {
+            assert!(group.iter().all(|k| ALL.contains(k)), "{group:?}");
+        }
+        for key in BROKER {
+            assert!(
+                SQS.contains(key)
+                    || KAFKA.contains(key)
+                    || RABBITMQ.contains(key)
+                    || BROKER_COMMON.contains(key),
+                "{key}"
+            );
+        }
+    }
+}

@@ -1,10 +1,11 @@
-//! Parsing of single metadata values, each error naming the key, the value
-//! and what is allowed.
+//! The metadata map and the parsing of single values, each error naming
+//! the key as sent, the value (redacted) and what is allowed. Engine and
+//! broker parsing read metadata only through [`Metadata`].
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::MetadataError;
+use super::error::{MetadataError, invalid};
 use super::keys;
 use crate::source::ScrapeTarget;
 
@@ -16,12 +17,9 @@ pub struct Metadata<'a> {
 }
 
 impl<'a> Metadata<'a> {
-    /// Fold `metadata`, reporting keys that are neither ours, KEDA's nor in `extra_keys`.
-    pub fn fold<I>(
-        metadata: I,
-        extra_keys: &[&'static str],
-        errors: &mut Vec<MetadataError>,
-    ) -> Metadata<'a>
+    /// Fold `metadata`, reporting keys that are neither in [`keys::ALL`] nor
+    /// KEDA's own ([`keys::KEDAS`]).
+    pub fn fold<I>(metadata: I, errors: &mut Vec<MetadataError>) -> Metadata<'a>
     where
         I: IntoIterator<Item = (&'a str, &'a str)>,
     {
@@ -32,13 +30,13 @@ impl<'a> Metadata<'a> {
             if keys::KEDAS.contains(&key) {
                 continue;
             }
-            match keys::OURS.iter().chain(extra_keys).find(|k| **k == key) {
+            match keys::ALL.iter().find(|k| **k == key) {
                 Some(known) => {
                     folded.values.insert(known, (sent_key, value.trim()));
                 }
                 None => errors.push(MetadataError::Unknown {
                     key: sent_key.to_owned(),
-                    nearest: nearest_key(key, extra_keys),
+                    nearest: nearest_key(key),
                 }),
             }
         }
@@ -59,14 +57,64 @@ impl<'a> Metadata<'a> {
     pub fn has(&self, key: &'static str) -> bool {
         self.values.contains_key(key)
     }
+
+    /// `(key as sent, value)` of a present, non-empty key; an empty one is
+    /// reported as invalid.
+    pub fn non_empty(
+        &self,
+        key: &'static str,
+        errors: &mut Vec<MetadataError>,
+    ) -> Option<(&'a str, &'a str)> {
+        let (sent, value) = self.get(key)?;
+        if value.is_empty() {
+            errors.push(invalid(sent, value, "a non-empty value"));
+            return None;
+        }
+        Some((sent, value))
+    }
+
+    /// Like [`Metadata::non_empty`], and an absent key is reported as missing.
+    pub fn required(
+        &self,
+        key: &'static str,
+        allowed: &'static str,
+        errors: &mut Vec<MetadataError>,
+    ) -> Option<(&'a str, &'a str)> {
+        if self.get(key).is_none() {
+            errors.push(MetadataError::Missing { key, allowed });
+            return None;
+        }
+        self.non_empty(key, errors)
+    }
+
+    /// A boolean as KEDA reads its own (Go's `strconv.ParseBool`: `true`,
+    /// `True`, `TRUE`, `t`, `T`, `1` and the same for false); `default`
+    /// when absent or invalid.
+    pub fn bool(&self, key: &'static str, default: bool, errors: &mut Vec<MetadataError>) -> bool {
+        let Some((sent, value)) = self.get(key) else {
+            return default;
+        };
+        match value {
+            "true" | "True" | "TRUE" | "t" | "T" | "1" => true,
+            "false" | "False" | "FALSE" | "f" | "F" | "0" => false,
+            _ => {
+                errors.push(invalid(sent, value, "`true` or `false`"));
+                default
+            }
+        }
+    }
 }
 
-fn nearest_key(key: &str, extra_keys: &[&'static str]) -> Option<&'static str> {
+fn nearest_key(key: &str) -> Option<&'static str> {
     let lower = key.to_ascii_lowercase();
-    keys::OURS
-        .iter()
+    // Candidates in the order they were tried before the broker keys joined
+    // the registry (engine side, KEDA's, brokers): the first of equally near
+    // keys wins, so the order is part of the message.
+    let broker_only = |k: &&&str| keys::BROKER.contains(k) && **k != keys::AUTH_PROFILE;
+    let engine_side = keys::ALL.iter().filter(|k| !broker_only(k));
+    engine_side
         .chain(keys::KEDAS)
-        .chain(extra_keys)
+        .chain(keys::BROKER)
         .map(|k| {
             let valid = k.to_ascii_lowercase();
             // A truncated key (`targetBacklog`) is as likely as a typo.
@@ -81,15 +129,6 @@ fn nearest_key(key: &str, extra_keys: &[&'static str]) -> Option<&'static str> {
         .filter(|(k, distance)| *distance <= (k.len() / 3).max(2))
         .min_by_key(|(_, distance)| *distance)
         .map(|(k, _)| k)
-}
-
-/// An `Invalid` error.
-pub fn invalid(sent_key: &str, value: &str, allowed: impl Into<String>) -> MetadataError {
-    MetadataError::Invalid {
-        key: sent_key.to_owned(),
-        value: value.to_owned(),
-        allowed: allowed.into(),
-    }
 }
 
 /// A finite number satisfying `valid`, if the key is present.

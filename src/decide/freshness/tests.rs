@@ -4,10 +4,10 @@
 use std::time::Duration;
 
 use super::*;
-use crate::runtime::poller::Timed;
+use crate::decide::signal_state::Timed;
 use crate::source::engine::Buckets;
 use crate::source::prometheus::SeriesValue;
-use crate::source::{Engine, PodReading, SourceError};
+use crate::source::{Engine, FailureKind, PodReading, SourceError};
 
 fn spec(md: &[(&str, &str)]) -> TriggerSpec {
     TriggerSpec::from_metadata(md.iter().copied()).expect("valid")
@@ -48,10 +48,11 @@ fn engine_reading(pods: Vec<PodReading>, at: Instant) -> Timed<Reading> {
 
 fn failure(at: Instant) -> Timed<SourceError> {
     Timed {
-        value: SourceError::Upstream {
-            target: "t".into(),
-            reason: "connect failed: Connection refused".into(),
-        },
+        value: SourceError::new(
+            FailureKind::Unreachable,
+            "t",
+            "connect failed: Connection refused",
+        ),
         at,
         wall: SystemTime::now(),
     }
@@ -126,8 +127,8 @@ fn failing_source_holds_last_good_until_max_age_then_unavailable() {
     let err = lost
         .decision_at(t0 + Duration::from_secs(16))
         .expect_err("stale");
-    assert!(err.0.contains("maxSignalAgeSeconds=15"), "{err}");
-    assert!(err.0.contains("Connection refused"), "{err}");
+    assert!(err.to_string().contains("maxSignalAgeSeconds=15"), "{err}");
+    assert!(err.to_string().contains("Connection refused"), "{err}");
 }
 
 #[test]
@@ -155,7 +156,37 @@ fn no_reading_yet_is_pending_and_first_failure_is_unavailable() {
         now,
     );
     let err = failed.decision_at(now).expect_err("unavailable");
-    assert!(err.0.contains("no successful reading yet"), "{err}");
+    assert!(
+        err.to_string().contains("no successful reading yet"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_lost_source_carries_its_typed_error() {
+    let now = Instant::now();
+    let s = scrape_spec();
+    let failed = evaluate(
+        &s,
+        reports(
+            &s,
+            vec![SignalState {
+                last_failure: Some(failure(now)),
+                consecutive_failures: 2,
+                ..SignalState::default()
+            }],
+        ),
+        &mut TriggerMemory::default(),
+        now,
+    );
+    match failed.decision_at(now).expect_err("unavailable") {
+        Unavailable::NeverRead {
+            failed_polls: 2,
+            last_error: Some(error),
+            ..
+        } => assert_eq!(error.kind(), FailureKind::Unreachable),
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]
@@ -175,7 +206,7 @@ fn required_gauges_missing_on_a_pod_make_the_trigger_unavailable() {
         now,
     );
     let err = e.decision_at(now).expect_err("no kv");
-    assert!(err.0.contains("KV-cache"), "{err}");
+    assert!(err.to_string().contains("KV-cache"), "{err}");
 }
 
 fn ttft_pod(counts: &[f64]) -> PodReading {
@@ -309,23 +340,23 @@ fn prometheus_empty_result_is_zero_only_when_replicas_say_zero() {
     // Replicas unknown (empty): a lost target is not zero work.
     let err = prom_eval(&[], &[], &[]).expect_err("lost");
     assert!(
-        err.0.contains("waitingQuery") && err.0.contains("lost target"),
+        err.to_string().contains("waitingQuery") && err.to_string().contains("lost target"),
         "{err}"
     );
     // Replicas up but W empty: also lost.
     let err = prom_eval(&[], &[5.0], &[3.0]).expect_err("lost");
-    assert!(err.0.contains("waitingQuery"), "{err}");
+    assert!(err.to_string().contains("waitingQuery"), "{err}");
 }
 
 #[test]
 fn prometheus_single_value_signals_refuse_several_series() {
     let err = prom_eval(&[1.0], &[1.0], &[1.0, 2.0]).expect_err("two replica series");
     assert!(
-        err.0.contains("replicasQuery") && err.0.contains("2 series"),
+        err.to_string().contains("replicasQuery") && err.to_string().contains("2 series"),
         "{err}"
     );
     let err = prom_eval(&[f64::NAN], &[1.0], &[1.0]).expect_err("NaN count");
-    assert!(err.0.contains("NaN"), "{err}");
+    assert!(err.to_string().contains("NaN"), "{err}");
 }
 
 fn broker_state(messages: f64, partitions: Option<usize>, at: Instant) -> SignalState {
@@ -440,7 +471,7 @@ fn a_name_with_no_addresses_is_zero_pods_only_with_a_broker() {
     .decision_at(now)
     .expect_err("lost");
     assert!(
-        err.0.contains("no addresses") && err.0.contains("not zero pods"),
+        err.to_string().contains("no addresses") && err.to_string().contains("not zero pods"),
         "{err}"
     );
 }

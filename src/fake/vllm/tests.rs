@@ -346,14 +346,10 @@ fn empty_pod_keeps_headers_of_labelled_families_only() {
         "# TYPE vllm:num_requests_waiting gauge\n# HELP vllm:kv_cache_usage_perc KV-cache usage. 1 means 100 percent usage.\n"
     ));
     assert!(!body.contains("_created{engine"));
-    assert!(
-        body.contains("# TYPE http_requests_total counter\n# HELP http_request_size_bytes ")
-    );
+    assert!(body.contains("# TYPE http_requests_total counter\n# HELP http_request_size_bytes "));
     // The unlabelled HTTP histogram exists from registration on.
     assert!(body.contains("http_request_duration_highr_seconds_bucket{le=\"+Inf\"} 0.0\n"));
-    assert!(
-        body.contains("http_request_duration_highr_seconds_created 1.70000004375009e+09\n")
-    );
+    assert!(body.contains("http_request_duration_highr_seconds_created 1.70000004375009e+09\n"));
     assert!(body.contains("process_start_time_seconds 1.7000000005e+09\n"));
 }
 

@@ -25,15 +25,15 @@ use std::time::Duration;
 use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::KafkaError;
+use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{ClientConfig, ClientContext, Offset, TopicPartitionList};
 use tokio::task::JoinHandle;
 
-use super::{BrokerContext, BrokerReading, Md, join_error, keys};
+use super::context::{BrokerContext, BrokerReading, join_error};
 use crate::guard::credentials::{KafkaClientSettings, Section};
-use crate::source::SourceError;
+use crate::source::error::{FailureKind, SourceError};
+use crate::source::http::names_no_such_name;
 
-/// Longest Kafka topic name.
-const MAX_TOPIC_LEN: usize = 249;
 /// Key of the total lag including persistent lag, in the breakdown.
 pub const LAG_WITH_PERSISTENT: &str = "lagWithPersistent";
 
@@ -126,7 +126,16 @@ impl Drop for KafkaClient {
 struct QuietContext {
     label: String,
     secrets: KafkaClientSettings,
-    last_error: Mutex<Option<String>>,
+    last_error: Mutex<Option<LastError>>,
+}
+
+/// The last error librdkafka reported on its own (not as a call's result):
+/// the text (scrubbed) and what kind of failure it was. A request that
+/// times out because SASL failed or a name did not resolve says only
+/// "timed out"; this says why.
+struct LastError {
+    text: String,
+    kind: FailureKind,
 }
 
 impl ClientContext for QuietContext {
@@ -138,90 +147,14 @@ impl ClientContext for QuietContext {
     fn error(&self, error: KafkaError, reason: &str) {
         let text = self.secrets.scrub(&format!("{error}: {reason}"));
         tracing::debug!(source = %self.label, "librdkafka error: {text}");
-        *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(text);
+        let kind = classify(&error, &text);
+        *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(LastError { text, kind });
     }
 }
 
 impl ConsumerContext for QuietContext {}
 
 impl KafkaSource {
-    /// Parse the Kafka keys (`bootstrapServers` is present).
-    pub(crate) fn parse(md: &mut Md<'_, '_>, auth_profile: Option<String>) -> Option<KafkaSource> {
-        let servers = md
-            .non_empty(keys::BOOTSTRAP_SERVERS)
-            .and_then(|(sent, value)| match parse_servers(value) {
-                Ok(servers) => Some(servers),
-                Err(reason) => {
-                    md.invalid(sent, value, reason);
-                    None
-                }
-            });
-        let group = md
-            .required(
-                keys::CONSUMER_GROUP,
-                "the consumer group whose lag is read, e.g. `inference-workers`",
-            )
-            .map(|(_, v)| v.to_owned());
-        let topic = match md.non_empty(keys::TOPIC) {
-            None => None,
-            Some((sent, value)) => {
-                let valid = value.len() <= MAX_TOPIC_LEN
-                    && value
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
-                if valid {
-                    Some(value.to_owned())
-                } else {
-                    md.invalid(
-                        sent,
-                        value,
-                        "a Kafka topic name: letters, digits, `.`, `_`, `-`",
-                    );
-                    None
-                }
-            }
-        };
-        let offset_reset_policy = match md.get(keys::OFFSET_RESET_POLICY) {
-            None => OffsetResetPolicy::Latest,
-            Some((_, "latest")) => OffsetResetPolicy::Latest,
-            Some((_, "earliest")) => OffsetResetPolicy::Earliest,
-            Some((sent, value)) => {
-                md.invalid(sent, value, "`latest` or `earliest`");
-                OffsetResetPolicy::Latest
-            }
-        };
-        let scale_to_zero_on_invalid_offset = md.bool(keys::SCALE_TO_ZERO_ON_INVALID_OFFSET, false);
-        let allow_idle_consumers = md.bool(keys::ALLOW_IDLE_CONSUMERS, false);
-        let exclude_persistent_lag = md.bool(keys::EXCLUDE_PERSISTENT_LAG, false);
-        let limit_to_partitions_with_lag = md.bool(keys::LIMIT_TO_PARTITIONS_WITH_LAG, false);
-        if limit_to_partitions_with_lag {
-            if let Some((sent, value)) = md.get(keys::LIMIT_TO_PARTITIONS_WITH_LAG)
-                && md.get(keys::TOPIC).is_none()
-            {
-                md.invalid(sent, value, "needs `topic` (as in KEDA)");
-            }
-            if allow_idle_consumers && let Some((sent, value)) = md.get(keys::ALLOW_IDLE_CONSUMERS)
-            {
-                md.invalid(
-                    sent,
-                    value,
-                    "`allowIdleConsumers` and `limitToPartitionsWithLag` cannot both be true",
-                );
-            }
-        }
-        Some(KafkaSource {
-            bootstrap_servers: servers?,
-            consumer_group: group?,
-            topic,
-            offset_reset_policy,
-            scale_to_zero_on_invalid_offset,
-            allow_idle_consumers,
-            exclude_persistent_lag,
-            limit_to_partitions_with_lag,
-            auth_profile,
-        })
-    }
-
     /// `kafka GROUP/TOPIC` (`*` for every committed topic).
     pub fn label(&self) -> String {
         format!(
@@ -231,11 +164,8 @@ impl KafkaSource {
         )
     }
 
-    fn upstream(&self, reason: String) -> SourceError {
-        SourceError::Upstream {
-            target: self.label(),
-            reason,
-        }
+    fn failure(&self, kind: FailureKind, detail: String) -> SourceError {
+        SourceError::new(kind, self.label(), detail)
     }
 
     fn connect(&self, ctx: &BrokerContext) -> Result<KafkaClient, SourceError> {
@@ -246,11 +176,11 @@ impl KafkaSource {
                     .profiles
                     .get(name)
                     .and_then(|p| p.require(name, Section::Kafka).map(|()| p))
-                    .map_err(|e| self.upstream(e.to_string()))?;
+                    .map_err(|e| self.failure(FailureKind::Config, e.to_string()))?;
                 match &profile.kafka {
                     Some(kafka) => kafka
                         .client_settings(name)
-                        .map_err(|e| self.upstream(e.to_string()))?,
+                        .map_err(|e| self.failure(FailureKind::Config, e.to_string()))?,
                     None => KafkaClientSettings::default(),
                 }
             }
@@ -282,7 +212,10 @@ impl KafkaSource {
         };
         // Never format `config`: its Debug prints every value.
         let consumer: Kafka = config.create_with_context(context).map_err(|e| {
-            self.upstream(secrets.scrub(&format!("cannot create the Kafka client: {e}")))
+            self.failure(
+                FailureKind::Config,
+                secrets.scrub(&format!("cannot create the Kafka client: {e}")),
+            )
         })?;
         Ok(KafkaClient {
             consumer: Some(Arc::new(consumer)),
@@ -305,7 +238,9 @@ impl KafkaSource {
                     .client
                     .as_ref()
                     .and_then(|c| c.consumer.clone())
-                    .ok_or_else(|| self.upstream("no Kafka client".to_owned()))?;
+                    .ok_or_else(|| {
+                        self.failure(FailureKind::Internal, "no Kafka client".to_owned())
+                    })?;
                 let source = self.clone();
                 let timeout = ctx.request_timeout;
                 memory
@@ -343,22 +278,30 @@ impl KafkaSource {
                 None => break,
                 Some(Err(e)) => {
                     let text = context.secrets.scrub(&e.to_string());
-                    *context.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(text);
+                    let kind = classify(&e, &text);
+                    *context.last_error.lock().unwrap_or_else(|e| e.into_inner()) =
+                        Some(LastError { text, kind });
                 }
                 Some(Ok(_)) => {}
             }
         }
         let fail = |what: &str, error: KafkaError| {
             let mut reason = format!("{what}: {error}");
+            let mut kind = classify(&error, &reason);
             if let Some(last) = context
                 .last_error
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .as_ref()
             {
-                reason.push_str(&format!(" (last broker error: {last})"));
+                reason.push_str(&format!(" (last broker error: {})", last.text));
+                // A request that could not get through: the broker's own
+                // complaint says why (credentials, a name that does not resolve).
+                if kind == FailureKind::Unreachable {
+                    kind = last.kind;
+                }
             }
-            self.upstream(context.secrets.scrub(&reason))
+            self.failure(kind, context.secrets.scrub(&reason))
         };
 
         let metadata = consumer
@@ -375,11 +318,11 @@ impl KafkaSource {
             }
             if let Some(error) = topic.error() {
                 if self.topic.is_some() {
-                    return Err(self.upstream(format!(
-                        "topic `{}`: {}",
-                        topic.name(),
-                        rdkafka::types::RDKafkaErrorCode::from(error)
-                    )));
+                    let code = RDKafkaErrorCode::from(error);
+                    return Err(self.failure(
+                        classify_code(code),
+                        format!("topic `{}`: {code}", topic.name()),
+                    ));
                 }
                 continue;
             }
@@ -390,7 +333,10 @@ impl KafkaSource {
         if let Some(name) = &self.topic
             && partitions.count() == 0
         {
-            return Err(self.upstream(format!("topic `{name}` has no partitions in the metadata")));
+            return Err(self.failure(
+                FailureKind::Rejected,
+                format!("topic `{name}` has no partitions in the metadata"),
+            ));
         }
         if partitions.count() == 0 {
             return Ok(Vec::new());
@@ -523,146 +469,47 @@ impl KafkaSource {
     }
 }
 
-/// `host:port[,host:port…]` → sorted, deduplicated entries.
-fn parse_servers(value: &str) -> Result<Vec<String>, String> {
-    const ALLOWED: &str = "a comma-separated list of host:port, e.g. `kafka-0.kafka:9092,kafka-1.kafka:9092` (no scheme)";
-    let mut servers = Vec::new();
-    for entry in value.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-        let (host, port) = entry.rsplit_once(':').ok_or_else(|| ALLOWED.to_owned())?;
-        let host_ok = !host.is_empty()
-            && !host.contains(['/', '@', ' '])
-            && (host.starts_with('[') == host.ends_with(']'));
-        if !host_ok || port.parse::<u16>().map_or(true, |p| p == 0) {
-            return Err(ALLOWED.to_owned());
-        }
-        servers.push(entry.to_owned());
+/// The kind of a librdkafka error; `text` (its description) tells a
+/// failed name lookup from other transport failures.
+fn classify(error: &KafkaError, text: &str) -> FailureKind {
+    match error {
+        KafkaError::ClientConfig(..) | KafkaError::ClientCreation(_) => FailureKind::Config,
+        _ if text.contains("Failed to resolve") => FailureKind::Dns {
+            no_such_name: names_no_such_name(text),
+        },
+        _ => error
+            .rdkafka_error_code()
+            .map_or(FailureKind::Unreachable, classify_code),
     }
-    if servers.is_empty() {
-        return Err(ALLOWED.to_owned());
+}
+
+/// The kind of a Kafka error code. Codes not listed (most are retriable
+/// broker states: leader elections, coordinator loads) count as the broker
+/// being unreachable for now.
+fn classify_code(code: RDKafkaErrorCode) -> FailureKind {
+    use RDKafkaErrorCode as C;
+    match code {
+        C::Authentication
+        | C::SaslAuthenticationFailed
+        | C::TopicAuthorizationFailed
+        | C::GroupAuthorizationFailed
+        | C::ClusterAuthorizationFailed
+        | C::UnsupportedSASLMechanism
+        | C::IllegalSASLState => FailureKind::Auth,
+        C::Resolve => FailureKind::Dns {
+            no_such_name: false,
+        },
+        C::UnknownTopicOrPartition
+        | C::UnknownTopic
+        | C::UnknownPartition
+        | C::InvalidTopic
+        | C::InvalidGroupId
+        | C::GroupIdNotFound
+        | C::UnsupportedVersion => FailureKind::Rejected,
+        C::InvalidArgument => FailureKind::Config,
+        _ => FailureKind::Unreachable,
     }
-    servers.sort();
-    servers.dedup();
-    Ok(servers)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn source() -> KafkaSource {
-        KafkaSource {
-            bootstrap_servers: vec!["127.0.0.1:9092".into()],
-            consumer_group: "g".into(),
-            topic: Some("t".into()),
-            offset_reset_policy: OffsetResetPolicy::Latest,
-            scale_to_zero_on_invalid_offset: false,
-            allow_idle_consumers: false,
-            exclude_persistent_lag: false,
-            limit_to_partitions_with_lag: false,
-            auth_profile: None,
-        }
-    }
-
-    fn p(partition: i32, committed: Option<i64>, high_watermark: i64) -> PartitionOffsets {
-        PartitionOffsets {
-            topic: "t".into(),
-            partition,
-            committed,
-            high_watermark,
-        }
-    }
-
-    #[test]
-    fn lag_is_watermark_minus_committed() {
-        let offsets = [p(0, Some(3), 5), p(1, Some(5), 5), p(2, Some(0), 4)];
-        let r = source().lag_reading(&offsets, &mut HashMap::new());
-        assert_eq!(r.messages, 6.0);
-        assert_eq!(r.partitions, Some(3));
-        assert_eq!(r.breakdown["t/0"], 2.0);
-        assert_eq!(r.breakdown["t/1"], 0.0);
-        assert_eq!(r.breakdown[LAG_WITH_PERSISTENT], 6.0);
-    }
-
-    #[test]
-    fn missing_commits_follow_the_reset_policy() {
-        let offsets = [p(0, None, 7), p(1, Some(2), 3)];
-        let latest = source().lag_reading(&offsets, &mut HashMap::new());
-        assert_eq!(latest.messages, 2.0);
-        let earliest = KafkaSource {
-            offset_reset_policy: OffsetResetPolicy::Earliest,
-            ..source()
-        }
-        .lag_reading(&offsets, &mut HashMap::new());
-        assert_eq!(earliest.messages, 8.0);
-        for policy in [OffsetResetPolicy::Latest, OffsetResetPolicy::Earliest] {
-            let zero = KafkaSource {
-                offset_reset_policy: policy,
-                scale_to_zero_on_invalid_offset: true,
-                ..source()
-            }
-            .lag_reading(&offsets, &mut HashMap::new());
-            assert_eq!(zero.messages, 1.0, "{policy:?}");
-        }
-    }
-
-    #[test]
-    fn partition_cap_follows_keda() {
-        let offsets = [p(0, Some(0), 5), p(1, Some(5), 5), p(2, Some(5), 5)];
-        let idle = KafkaSource {
-            allow_idle_consumers: true,
-            ..source()
-        }
-        .lag_reading(&offsets, &mut HashMap::new());
-        assert_eq!(idle.partitions, None);
-        let limited = KafkaSource {
-            limit_to_partitions_with_lag: true,
-            ..source()
-        }
-        .lag_reading(&offsets, &mut HashMap::new());
-        assert_eq!((limited.messages, limited.partitions), (5.0, Some(1)));
-    }
-
-    #[test]
-    fn persistent_lag_counts_only_for_activation() {
-        let s = KafkaSource {
-            exclude_persistent_lag: true,
-            ..source()
-        };
-        let mut previous = HashMap::new();
-        let first = s.lag_reading(&[p(0, Some(2), 10), p(1, Some(4), 6)], &mut previous);
-        assert_eq!(first.messages, 10.0, "first sight counts");
-        // Partition 0 is stuck at 2; partition 1 moved on.
-        let second = s.lag_reading(&[p(0, Some(2), 12), p(1, Some(5), 6)], &mut previous);
-        assert_eq!(second.messages, 1.0);
-        assert_eq!(second.breakdown["t/0"], 0.0);
-        assert_eq!(second.breakdown[LAG_WITH_PERSISTENT], 11.0);
-        // With the stuck partition at 0 lag for scaling, the cap does not count it.
-        let limited = KafkaSource {
-            limit_to_partitions_with_lag: true,
-            ..s
-        }
-        .lag_reading(&[p(0, Some(2), 12), p(1, Some(6), 7)], &mut previous);
-        assert_eq!(limited.partitions, Some(1));
-    }
-
-    #[test]
-    fn truncated_partitions_have_no_negative_lag() {
-        let r = source().lag_reading(&[p(0, Some(9), 4)], &mut HashMap::new());
-        assert_eq!(r.messages, 0.0);
-    }
-
-    #[test]
-    fn servers() {
-        assert_eq!(
-            parse_servers("b:1, a:2,b:1,[::1]:9092"),
-            Ok(vec![
-                "[::1]:9092".to_owned(),
-                "a:2".to_owned(),
-                "b:1".to_owned()
-            ])
-        );
-        for bad in ["", "a", "a:0", "a:x", "PLAINTEXT://a:1", "u@a:1", ":1"] {
-            assert!(parse_servers(bad).is_err(), "{bad}");
-        }
-    }
-}
+mod tests;

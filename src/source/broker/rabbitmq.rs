@@ -27,12 +27,18 @@ use lapin::uri::{AMQPAuthority, AMQPQueryString, AMQPScheme, AMQPUri, AMQPUserIn
 use lapin::{Channel, Connection, ConnectionProperties};
 use reqwest::Url;
 
-use super::{BrokerContext, BrokerReading, Md, keys};
+use super::context::{BrokerContext, BrokerReading};
 use crate::guard::credentials::{RabbitMqCredentials, Secret, Section};
-use crate::source::SourceError;
+use crate::source::error::{FailureKind, SourceError};
+use crate::source::http::{classify_reqwest, describe_reqwest_error, resolution_failure};
 
-/// Longest AMQP short string (queue and vhost names).
-const MAX_NAME_LEN: usize = 255;
+/// Tracing directives that must cap any log filter the operator sets:
+/// lapin logs every outgoing AMQP frame at `trace`, including the
+/// `connection.start-ok` frame that carries the SASL PLAIN password. Append
+/// these to the `EnvFilter` (a more specific directive wins, so
+/// `--log-level trace` still traces everything else).
+pub const LOG_FILTER_CAPS: &[&str] = &["lapin=debug"];
+
 /// Largest management API answer accepted for one queue.
 const MAX_HTTP_BODY: usize = 1024 * 1024;
 
@@ -96,86 +102,6 @@ impl AuthProvider for PlainAuth {
 }
 
 impl RabbitMqSource {
-    /// Parse the RabbitMQ keys (`rabbitmqHost` is present).
-    pub(crate) fn parse(
-        md: &mut Md<'_, '_>,
-        auth_profile: Option<String>,
-    ) -> Option<RabbitMqSource> {
-        let host =
-            md.non_empty(keys::RABBITMQ_HOST)
-                .and_then(|(sent, value)| match parse_host(value) {
-                    Ok(parsed) => Some(parsed),
-                    Err(reason) => {
-                        md.invalid(sent, value, reason);
-                        None
-                    }
-                });
-        let protocol = match (md.get(keys::PROTOCOL), &host) {
-            (None | Some((_, "auto")), Some((_, scheme_protocol, _))) => Some(*scheme_protocol),
-            (None | Some((_, "auto")), None) => None,
-            (Some((sent, value @ ("amqp" | "http"))), host) => {
-                let wanted = if value == "amqp" {
-                    Protocol::Amqp
-                } else {
-                    Protocol::Http
-                };
-                match host {
-                    Some((_, scheme_protocol, _)) if *scheme_protocol != wanted => {
-                        md.invalid(
-                            sent,
-                            value,
-                            "must match the scheme of `rabbitmqHost` (amqp/amqps → `amqp`, http/https → `http`), or `auto`",
-                        );
-                        None
-                    }
-                    _ => Some(wanted),
-                }
-            }
-            (Some((sent, value)), _) => {
-                md.invalid(sent, value, "`auto`, `amqp` or `http`");
-                None
-            }
-        };
-        let vhost = match md.non_empty(keys::VHOST_NAME) {
-            Some((sent, value)) if value.len() > MAX_NAME_LEN => {
-                md.invalid(sent, value, "at most 255 bytes");
-                None
-            }
-            Some((_, value)) => Some(value.to_owned()),
-            None => host.as_ref().map(|(_, _, vhost)| vhost.clone()),
-        };
-        let queue = md
-            .required(keys::QUEUE_NAME, "the queue whose messages are counted")
-            .and_then(|(sent, value)| {
-                if value.len() > MAX_NAME_LEN {
-                    md.invalid(sent, value, "at most 255 bytes");
-                    None
-                } else {
-                    Some(value.to_owned())
-                }
-            });
-        let exclude_unacknowledged = md.bool(keys::EXCLUDE_UNACKNOWLEDGED, false);
-        if exclude_unacknowledged
-            && protocol == Some(Protocol::Amqp)
-            && let Some((sent, value)) = md.get(keys::EXCLUDE_UNACKNOWLEDGED)
-        {
-            md.invalid(
-                sent,
-                value,
-                "needs the http protocol (AMQP counts ready messages only anyway)",
-            );
-        }
-        let (url, _, _) = host?;
-        Some(RabbitMqSource {
-            url,
-            protocol: protocol?,
-            vhost: vhost?,
-            queue: queue?,
-            exclude_unacknowledged,
-            auth_profile,
-        })
-    }
-
     /// `rabbitmq SCHEME://HOST:PORT vhost=V queue=Q`.
     pub fn label(&self) -> String {
         format!(
@@ -205,22 +131,20 @@ impl RabbitMqSource {
             .profiles
             .get(name)
             .and_then(|p| p.require(name, Section::RabbitMq).map(|()| p))
-            .map_err(|e| self.upstream(e.to_string()))?;
+            .map_err(|e| self.failure(FailureKind::Config, e.to_string()))?;
         match &profile.rabbitmq {
             Some(section) => section
                 .credentials(name)
-                .map_err(|e| self.upstream(e.to_string())),
-            None => Err(self.upstream(format!(
-                "credential profile `{name}` has no `rabbitmq` section"
-            ))),
+                .map_err(|e| self.failure(FailureKind::Config, e.to_string())),
+            None => Err(self.failure(
+                FailureKind::Config,
+                format!("credential profile `{name}` has no `rabbitmq` section"),
+            )),
         }
     }
 
-    fn upstream(&self, reason: String) -> SourceError {
-        SourceError::Upstream {
-            target: self.label(),
-            reason,
-        }
+    fn failure(&self, kind: FailureKind, detail: String) -> SourceError {
+        SourceError::new(kind, self.label(), detail)
     }
 
     /// One reading.
@@ -237,7 +161,7 @@ impl RabbitMqSource {
                         .await
                     {
                         Ok(result) => result,
-                        Err(_) => Err(SourceError::Timeout(ctx.request_timeout)),
+                        Err(_) => Err(SourceError::timeout(ctx.request_timeout)),
                     };
                 if result.is_err() {
                     // Reconnect (and re-read credentials) next time.
@@ -288,15 +212,22 @@ impl RabbitMqSource {
                 .with_auth_provider(PlainAuth(credentials.clone()));
             let connection = Connection::connect_uri(uri, properties)
                 .await
-                .map_err(|e| self.upstream(scrub(format!("AMQP connection failed: {e}"))))?;
-            let channel = connection
-                .create_channel()
-                .await
-                .map_err(|e| self.upstream(scrub(format!("AMQP channel failed: {e}"))))?;
+                .map_err(|e| {
+                    self.failure(
+                        classify_amqp(&e),
+                        scrub(format!("AMQP connection failed: {e}")),
+                    )
+                })?;
+            let channel = connection.create_channel().await.map_err(|e| {
+                self.failure(
+                    classify_amqp(&e),
+                    scrub(format!("AMQP channel failed: {e}")),
+                )
+            })?;
             memory.amqp = Some((connection, channel));
         }
         let Some((_, channel)) = &memory.amqp else {
-            return Err(self.upstream("no AMQP channel".to_owned()));
+            return Err(self.failure(FailureKind::Internal, "no AMQP channel".to_owned()));
         };
         let queue = channel
             .queue_declare(
@@ -310,10 +241,13 @@ impl RabbitMqSource {
             .await
             .map_err(|e| {
                 let text = format!("passive queue.declare failed: {e}");
-                self.upstream(match &password {
-                    Some(p) => p.scrub(&text),
-                    None => text,
-                })
+                self.failure(
+                    classify_amqp(&e),
+                    match &password {
+                        Some(p) => p.scrub(&text),
+                        None => text,
+                    },
+                )
             })?;
         let ready = f64::from(queue.message_count());
         Ok(BrokerReading {
@@ -327,7 +261,7 @@ impl RabbitMqSource {
     pub fn api_url(&self) -> Result<Url, SourceError> {
         let mut url = self.url.clone();
         url.path_segments_mut()
-            .map_err(|()| self.upstream("not a base URL".to_owned()))?
+            .map_err(|()| self.failure(FailureKind::Config, "not a base URL".to_owned()))?
             .clear()
             .extend(["api", "queues", &self.vhost, &self.queue]);
         Ok(url)
@@ -337,7 +271,10 @@ impl RabbitMqSource {
         let credentials = self.credentials(ctx)?;
         let password: &Secret = &credentials.password;
         let url = self.api_url()?;
-        let upstream = |reason: String| self.upstream(password.scrub(&reason));
+        let failed =
+            |kind: FailureKind, detail: String| self.failure(kind, password.scrub(&detail));
+        let request_failed =
+            |e: reqwest::Error| failed(classify_reqwest(&e), describe_reqwest_error(&e));
         let mut response = ctx
             .http
             .get(url.clone())
@@ -347,7 +284,7 @@ impl RabbitMqSource {
             )
             .send()
             .await
-            .map_err(|e| upstream(crate::source::http::describe_reqwest_error(&e)))?;
+            .map_err(request_failed)?;
         let status = response.status();
         if !status.is_success() {
             let hint = match status.as_u16() {
@@ -356,23 +293,22 @@ impl RabbitMqSource {
                 404 => " (no such vhost or queue)",
                 _ => "",
             };
-            return Err(upstream(format!("GET {url}: HTTP status {status}{hint}")));
+            return Err(failed(
+                FailureKind::of_status(status.as_u16()),
+                format!("GET {url}: HTTP status {status}{hint}"),
+            ));
         }
         let mut body = Vec::new();
-        while let Some(chunk) = response
-            .chunk()
-            .await
-            .map_err(|e| upstream(crate::source::http::describe_reqwest_error(&e)))?
-        {
+        while let Some(chunk) = response.chunk().await.map_err(request_failed)? {
             if body.len() + chunk.len() > MAX_HTTP_BODY {
-                return Err(upstream(format!("response exceeds {MAX_HTTP_BODY} bytes")));
+                return Err(failed(
+                    FailureKind::Rejected,
+                    format!("response exceeds {MAX_HTTP_BODY} bytes"),
+                ));
             }
             body.extend_from_slice(&chunk);
         }
-        let parse = |reason: String| SourceError::Parse {
-            target: self.label(),
-            reason,
-        };
+        let parse = |reason: String| SourceError::parse(self.label(), reason);
         let json: serde_json::Value = serde_json::from_slice(&body)
             .map_err(|e| parse(format!("management API answer is not JSON: {e}")))?;
         let field = |name: &str| -> Result<f64, SourceError> {
@@ -404,62 +340,24 @@ impl RabbitMqSource {
     }
 }
 
-/// `rabbitmqHost` → (scheme/host/port URL, protocol, vhost from the path).
-fn parse_host(value: &str) -> Result<(Url, Protocol, String), String> {
-    let mut url = Url::parse(value).map_err(|e| {
-        format!("not a URL ({e}); e.g. `amqp://rabbitmq.ns:5672` or `http://rabbitmq.ns:15672`")
-    })?;
-    let protocol = match url.scheme() {
-        "amqp" | "amqps" => Protocol::Amqp,
-        "http" | "https" => Protocol::Http,
-        _ => return Err("the scheme must be amqp, amqps, http or https".to_owned()),
-    };
-    if url.host_str().is_none_or(str::is_empty) {
-        return Err("the URL has no host".to_owned());
-    }
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err(
-            "credentials do not belong in metadata; remove `user:password@` and name an `authProfile`"
-                .to_owned(),
-        );
-    }
-    if url.query().is_some() || url.fragment().is_some() {
-        return Err("no query or fragment".to_owned());
-    }
-    let path = url.path().strip_prefix('/').unwrap_or(url.path());
-    let vhost = percent_decode(path)
-        .ok_or_else(|| "the vhost in the path is not valid UTF-8".to_owned())?;
-    let vhost = if vhost.is_empty() {
-        "/".to_owned()
-    } else {
-        vhost
-    };
-    if vhost.len() > MAX_NAME_LEN {
-        return Err("the vhost is longer than 255 bytes".to_owned());
-    }
-    url.set_path("");
-    Ok((url, protocol, vhost))
-}
-
-fn percent_decode(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && i + 2 < bytes.len()
-            && let Some(byte) = std::str::from_utf8(&bytes[i + 1..i + 3])
-                .ok()
-                .and_then(|hex| u8::from_str_radix(hex, 16).ok())
-        {
-            out.push(byte);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
+/// The kind of a lapin failure. The broker's reply code says most:
+/// ACCESS_REFUSED (403, also a refused login) and NOT_ALLOWED (530, a vhost
+/// the user may not open) are credentials, NOT_FOUND (404) a queue or vhost
+/// that does not exist.
+fn classify_amqp(error: &lapin::Error) -> FailureKind {
+    match error.kind() {
+        lapin::ErrorKind::ProtocolError(amqp) => match amqp.get_id() {
+            403 | 530 => FailureKind::Auth,
+            404 => FailureKind::Rejected,
+            _ => FailureKind::Unreachable,
+        },
+        lapin::ErrorKind::AuthProviderError(_) => FailureKind::Auth,
+        lapin::ErrorKind::IOError(io) => {
+            resolution_failure(io.as_ref()).unwrap_or(FailureKind::Unreachable)
         }
+        lapin::ErrorKind::InvalidProtocolVersion(_) => FailureKind::Rejected,
+        _ => FailureKind::Unreachable,
     }
-    String::from_utf8(out).ok()
 }
 
 #[cfg(test)]
@@ -467,21 +365,47 @@ mod tests {
     use super::*;
 
     #[test]
-    fn hosts_and_vhosts() {
-        let (url, protocol, vhost) = parse_host("amqps://mq.ns:5671/prod%2Feu").expect("valid");
-        assert_eq!((protocol, vhost.as_str()), (Protocol::Amqp, "prod/eu"));
-        assert_eq!(url.as_str(), "amqps://mq.ns:5671");
-        let (url, protocol, vhost) = parse_host("http://mq.ns:15672").expect("valid");
-        assert_eq!((protocol, vhost.as_str()), (Protocol::Http, "/"));
-        assert_eq!(url.as_str(), "http://mq.ns:15672/");
-        for bad in [
-            "mq.ns:5672",
-            "amqp://guest:guest@mq:5672",
-            "amqp://:pw@mq:5672",
-            "redis://mq:6379",
-            "amqp://mq:5672/?heartbeat=10",
+    fn amqp_failures_are_classified_by_reply_code() {
+        use lapin::protocol::{AMQPError, AMQPErrorKind, AMQPHardError, AMQPSoftError};
+        let protocol = |kind| {
+            lapin::Error::from(lapin::ErrorKind::ProtocolError(AMQPError::new(
+                kind,
+                "reply".into(),
+            )))
+        };
+        for (error, kind) in [
+            (
+                protocol(AMQPErrorKind::Soft(AMQPSoftError::ACCESSREFUSED)),
+                FailureKind::Auth,
+            ),
+            (
+                protocol(AMQPErrorKind::Hard(AMQPHardError::NOTALLOWED)),
+                FailureKind::Auth,
+            ),
+            (
+                protocol(AMQPErrorKind::Soft(AMQPSoftError::NOTFOUND)),
+                FailureKind::Rejected,
+            ),
+            (
+                protocol(AMQPErrorKind::Hard(AMQPHardError::CONNECTIONFORCED)),
+                FailureKind::Unreachable,
+            ),
+            (
+                lapin::Error::from(lapin::ErrorKind::IOError(std::sync::Arc::new(
+                    std::io::Error::from(std::io::ErrorKind::ConnectionRefused),
+                ))),
+                FailureKind::Unreachable,
+            ),
+            (
+                lapin::Error::from(lapin::ErrorKind::IOError(std::sync::Arc::new(
+                    std::io::Error::other(
+                        "failed to lookup address information: Name or service not known",
+                    ),
+                ))),
+                FailureKind::Dns { no_such_name: true },
+            ),
         ] {
-            assert!(parse_host(bad).is_err(), "{bad}");
+            assert_eq!(classify_amqp(&error), kind, "{error}");
         }
     }
 
@@ -503,12 +427,5 @@ mod tests {
             source.label(),
             "rabbitmq http://127.0.0.1:15672 vhost=/ queue=a b/c"
         );
-    }
-
-    #[test]
-    fn percent_decoding() {
-        assert_eq!(percent_decode("%2F").as_deref(), Some("/"));
-        assert_eq!(percent_decode("a%2").as_deref(), Some("a%2"));
-        assert_eq!(percent_decode("%zz").as_deref(), Some("%zz"));
     }
 }

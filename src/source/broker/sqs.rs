@@ -15,15 +15,12 @@ use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region};
 use aws_sdk_sqs::config::Credentials;
-use aws_sdk_sqs::error::DisplayErrorContext;
+use aws_sdk_sqs::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_sqs::types::QueueAttributeName;
-use reqwest::Url;
 
-use super::{BrokerContext, BrokerReading, Md, keys};
-use crate::source::SourceError;
-
-/// Longest SQS queue name (AWS's limit).
-const MAX_QUEUE_NAME_LEN: usize = 80;
+use super::context::{BrokerContext, BrokerReading, SqsClientKey};
+use crate::source::error::{FailureKind, SourceError};
+use crate::source::http::resolution_failure;
 
 /// Identity of an SQS source.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -56,77 +53,13 @@ pub enum QueueRef {
     Name(String),
 }
 
-/// Shared-client key: SQS clients differ by region, endpoint and credentials.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) struct SqsClientKey {
-    region: String,
-    endpoint: Option<String>,
-    auth_profile: Option<String>,
-}
-
 /// Per-poller SQS state: the queue URL resolved from a bare name.
 #[derive(Debug, Default)]
 pub(crate) struct SqsMemory {
     queue_url: Option<String>,
 }
 
-fn valid_queue_name(name: &str) -> bool {
-    let base = name.strip_suffix(".fifo").unwrap_or(name);
-    !base.is_empty()
-        && name.len() <= MAX_QUEUE_NAME_LEN
-        && base
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-}
-
 impl SqsSource {
-    /// Parse the SQS keys (`queueURL` is present).
-    pub(crate) fn parse(md: &mut Md<'_, '_>, auth_profile: Option<String>) -> Option<SqsSource> {
-        let queue =
-            md.non_empty(keys::QUEUE_URL)
-                .and_then(|(sent, value)| match parse_queue(value) {
-                    Ok(queue) => Some(queue),
-                    Err(reason) => {
-                        md.invalid(sent, value, reason);
-                        None
-                    }
-                });
-        let region = md
-            .required(keys::AWS_REGION, "the queue's AWS region, e.g. `eu-west-1`")
-            .and_then(|(sent, value)| {
-                let valid = value.len() <= 32
-                    && value
-                        .bytes()
-                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-                if valid {
-                    Some(value.to_owned())
-                } else {
-                    md.invalid(sent, value, "an AWS region such as `eu-west-1`");
-                    None
-                }
-            });
-        let endpoint = match md.non_empty(keys::AWS_ENDPOINT) {
-            None => None,
-            Some((sent, value)) => match parse_endpoint(value) {
-                Ok(endpoint) => Some(endpoint),
-                Err(reason) => {
-                    md.invalid(sent, value, reason);
-                    None
-                }
-            },
-        };
-        let scale_on_in_flight = md.bool(keys::SCALE_ON_IN_FLIGHT, true);
-        let scale_on_delayed = md.bool(keys::SCALE_ON_DELAYED, false);
-        Some(SqsSource {
-            queue: queue?,
-            region: region?,
-            endpoint,
-            scale_on_in_flight,
-            scale_on_delayed,
-            auth_profile,
-        })
-    }
-
     /// The queue's name.
     pub fn queue_name(&self) -> &str {
         match &self.queue {
@@ -147,11 +80,19 @@ impl SqsSource {
         }
     }
 
-    fn upstream(&self, reason: String) -> SourceError {
-        SourceError::Upstream {
-            target: self.label(),
-            reason,
-        }
+    fn failure(&self, kind: FailureKind, detail: String) -> SourceError {
+        SourceError::new(kind, self.label(), detail)
+    }
+
+    /// A failed SQS call, named by its operation.
+    fn call_failed<E>(&self, operation: &str, error: &SdkError<E>) -> SourceError
+    where
+        E: ProvideErrorMetadata + std::error::Error + 'static,
+    {
+        self.failure(
+            classify(error),
+            format!("{operation}: {}", DisplayErrorContext(error)),
+        )
     }
 
     async fn client(&self, ctx: &BrokerContext) -> Result<aws_sdk_sqs::Client, SourceError> {
@@ -184,11 +125,17 @@ impl SqsSource {
                     p.require(name, crate::guard::credentials::Section::Aws)?;
                     Ok(p.aws.clone())
                 })
-                .map_err(|e| self.upstream(e.to_string()))?
+                .map_err(|e| self.failure(FailureKind::Config, e.to_string()))?
                 .ok_or_else(|| {
-                    self.upstream(format!("credential profile `{name}` has no `aws` section"))
+                    self.failure(
+                        FailureKind::Config,
+                        format!("credential profile `{name}` has no `aws` section"),
+                    )
                 })?;
-            match aws.keys(name).map_err(|e| self.upstream(e.to_string()))? {
+            match aws
+                .keys(name)
+                .map_err(|e| self.failure(FailureKind::Config, e.to_string()))?
+            {
                 Some(keys) => {
                     loader = loader.credentials_provider(Credentials::new(
                         keys.access_key_id.expose(),
@@ -247,12 +194,15 @@ impl SqsSource {
                     .queue_name(name)
                     .send()
                     .await
-                    .map_err(|e| {
-                        self.upstream(format!("GetQueueUrl: {}", DisplayErrorContext(&e)))
-                    })?;
+                    .map_err(|e| self.call_failed("GetQueueUrl", &e))?;
                 let url = output
                     .queue_url()
-                    .ok_or_else(|| self.upstream("GetQueueUrl returned no URL".to_owned()))?
+                    .ok_or_else(|| {
+                        self.failure(
+                            FailureKind::Rejected,
+                            "GetQueueUrl returned no URL".to_owned(),
+                        )
+                    })?
                     .to_owned();
                 memory.queue_url = Some(url.clone());
                 url
@@ -266,20 +216,17 @@ impl SqsSource {
             .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesDelayed)
             .send()
             .await
-            .map_err(|e| {
-                self.upstream(format!("GetQueueAttributes: {}", DisplayErrorContext(&e)))
-            })?;
+            .map_err(|e| self.call_failed("GetQueueAttributes", &e))?;
         let empty = Default::default();
         let attributes = output.attributes().unwrap_or(&empty);
         let get = |name: QueueAttributeName| -> Option<Result<f64, SourceError>> {
             attributes.get(&name).map(|raw| {
-                raw.trim()
-                    .parse::<u64>()
-                    .map(|n| n as f64)
-                    .map_err(|_| SourceError::Parse {
-                        target: self.label(),
-                        reason: format!("attribute {} is `{raw}`, not a count", name.as_str()),
-                    })
+                raw.trim().parse::<u64>().map(|n| n as f64).map_err(|_| {
+                    SourceError::parse(
+                        self.label(),
+                        format!("attribute {} is `{raw}`, not a count", name.as_str()),
+                    )
+                })
             })
         };
         let mut breakdown = BTreeMap::new();
@@ -310,10 +257,10 @@ impl SqsSource {
                     }
                 }
                 None if counted => {
-                    return Err(SourceError::Parse {
-                        target: self.label(),
-                        reason: format!("GetQueueAttributes returned no {}", name.as_str()),
-                    });
+                    return Err(SourceError::parse(
+                        self.label(),
+                        format!("GetQueueAttributes returned no {}", name.as_str()),
+                    ));
                 }
                 None => {}
             }
@@ -326,92 +273,58 @@ impl SqsSource {
     }
 }
 
-/// A full queue URL (`http(s)://HOST/ACCOUNT/NAME`) or a bare queue name.
-fn parse_queue(value: &str) -> Result<QueueRef, String> {
-    if !value.contains("://") {
-        return if valid_queue_name(value) {
-            Ok(QueueRef::Name(value.to_owned()))
-        } else {
-            Err(format!(
-                "a queue URL `https://sqs.REGION.amazonaws.com/ACCOUNT/NAME`, or a queue name of 1 to {MAX_QUEUE_NAME_LEN} letters, digits, `-` or `_` (optionally ending `.fifo`)"
-            ))
-        };
-    }
-    let url = Url::parse(value).map_err(|e| format!("not a URL ({e})"))?;
-    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none_or(str::is_empty) {
-        return Err("an http(s) queue URL with a host".to_owned());
-    }
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err("credentials do not belong in metadata; use `authProfile`".to_owned());
-    }
-    let segments: Vec<&str> = url.path().split('/').skip(1).collect();
-    match segments.as_slice() {
-        [account, name] if !account.is_empty() && valid_queue_name(name) => Ok(QueueRef::Url {
-            url: value.to_owned(),
-            name: (*name).to_owned(),
-        }),
-        _ => Err(
-            "the URL's path must be /ACCOUNT/NAME (KEDA: cannot get queueName from queueURL)"
-                .to_owned(),
-        ),
-    }
-}
+/// Error codes AWS answers when it refuses the credentials or their
+/// permissions (they come with 400 or 403, so the status alone misses some).
+const AUTH_CODES: &[&str] = &[
+    "AccessDenied",
+    "AccessDeniedException",
+    "ExpiredToken",
+    "IncompleteSignature",
+    "InvalidAccessKeyId",
+    "InvalidClientTokenId",
+    "InvalidSecurity",
+    "MissingAuthenticationToken",
+    "SignatureDoesNotMatch",
+    "UnrecognizedClientException",
+];
 
-fn parse_endpoint(value: &str) -> Result<String, String> {
-    let url =
-        Url::parse(value).map_err(|e| format!("not a URL ({e}); e.g. `http://127.0.0.1:5000`"))?;
-    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none_or(str::is_empty) {
-        return Err(
-            "an http(s) URL with a host, e.g. `https://sqs.eu-west-1.amazonaws.com`".to_owned(),
-        );
-    }
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err("credentials do not belong in metadata; use `authProfile`".to_owned());
-    }
-    if url.query().is_some() || url.fragment().is_some() {
-        return Err("an endpoint URL without query or fragment".to_owned());
-    }
-    Ok(url.as_str().trim_end_matches('/').to_owned())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn queue_refs() {
-        assert_eq!(
-            parse_queue("https://sqs.eu-west-1.amazonaws.com/123/jobs.fifo"),
-            Ok(QueueRef::Url {
-                url: "https://sqs.eu-west-1.amazonaws.com/123/jobs.fifo".into(),
-                name: "jobs.fifo".into()
-            })
-        );
-        assert_eq!(
-            parse_queue("jobs_1-a"),
-            Ok(QueueRef::Name("jobs_1-a".into()))
-        );
-        for bad in [
-            "",
-            ".fifo",
-            "a b",
-            "https://sqs.x.amazonaws.com/jobs",
-            "https://sqs.x.amazonaws.com/1/2/jobs",
-            "https://sqs.x.amazonaws.com//jobs",
-            "ftp://h/1/jobs",
-            &"x".repeat(81),
-        ] {
-            assert!(parse_queue(bad).is_err(), "{bad}");
+/// The kind of a failed SQS call.
+fn classify<E>(error: &SdkError<E>) -> FailureKind
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+{
+    match error {
+        SdkError::ConstructionFailure(_) => FailureKind::Config,
+        SdkError::TimeoutError(_) | SdkError::ResponseError(_) => FailureKind::Unreachable,
+        SdkError::DispatchFailure(failure) => {
+            if failure.is_user() {
+                return FailureKind::Config;
+            }
+            if let Some(kind) = std::error::Error::source(error).and_then(resolution_failure) {
+                return kind;
+            }
+            // Credentials are loaded while the request is dispatched: a
+            // provider chain with nothing to offer fails here, not at AWS.
+            if failure.is_other()
+                && DisplayErrorContext(error)
+                    .to_string()
+                    .contains("credentials")
+            {
+                return FailureKind::Config;
+            }
+            FailureKind::Unreachable
         }
-    }
-
-    #[test]
-    fn endpoints() {
-        assert_eq!(
-            parse_endpoint("http://127.0.0.1:5000/"),
-            Ok("http://127.0.0.1:5000".to_owned())
-        );
-        assert!(parse_endpoint("127.0.0.1:5000").is_err());
-        assert!(parse_endpoint("http://k:s@h").is_err());
+        SdkError::ServiceError(service) => {
+            if service
+                .err()
+                .code()
+                .is_some_and(|code| AUTH_CODES.contains(&code))
+            {
+                FailureKind::Auth
+            } else {
+                FailureKind::of_status(service.raw().status().as_u16())
+            }
+        }
+        _ => FailureKind::Unreachable,
     }
 }

@@ -1,6 +1,7 @@
 //! Metadata validation tests.
 
 use super::*;
+use crate::trigger::params::{GpuGuard, LatencyGuard};
 
 fn parse(pairs: &[(&str, &str)]) -> Result<TriggerSpec, MetadataErrors> {
     TriggerSpec::from_metadata(pairs.iter().copied())

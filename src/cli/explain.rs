@@ -1,0 +1,54 @@
+//! `explain`: fetch a running scaler's `/explain` JSON and print it.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Print the scaler's explanation, pretty; a failure to reach it or a non-JSON answer fails.
+pub(super) async fn explain(
+    admin_url: &str,
+    namespace: Option<String>,
+    name: Option<String>,
+) -> ExitCode {
+    let mut query = Vec::new();
+    if let Some(ns) = namespace {
+        query.push(("namespace", ns));
+    }
+    if let Some(name) = name {
+        query.push(("name", name));
+    }
+    let url = format!("{}/explain", admin_url.trim_end_matches('/'));
+    let response = reqwest::Client::new()
+        .get(&url)
+        .query(&query)
+        .timeout(Duration::from_secs(5))
+        .send()
+        .await;
+    let body = match response {
+        Ok(r) if r.status().is_success() => r.text().await,
+        Ok(r) => {
+            eprintln!("backlog-scaler: {url} answered {}", r.status());
+            return ExitCode::FAILURE;
+        }
+        Err(e) => {
+            eprintln!("backlog-scaler: cannot reach {url}: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match body.map(|b| serde_json::from_str::<serde_json::Value>(&b)) {
+        Ok(Ok(json)) => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&json).unwrap_or_else(|_| json.to_string())
+            );
+            ExitCode::SUCCESS
+        }
+        Ok(Err(e)) => {
+            eprintln!("backlog-scaler: {url} did not return JSON: {e}");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("backlog-scaler: reading {url} failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,222 @@
+use super::*;
+
+#[test]
+fn parses_static_and_dns_targets() {
+    let t = ScrapeTarget::parse("http://10.0.0.7:8000").expect("valid");
+    assert_eq!(t.to_string(), "http://10.0.0.7:8000/metrics");
+    let t = ScrapeTarget::parse("dns+http://vllm.ns.svc:8000/metrics").expect("valid");
+    assert!(matches!(t, ScrapeTarget::Dns { port: 8000, .. }));
+    assert_eq!(t.to_string(), "dns+http://vllm.ns.svc:8000/metrics");
+}
+
+#[test]
+fn rejects_what_cannot_be_scraped() {
+    for (entry, needle) in [
+        ("http:///metrics", "host"),
+        ("ftp://a/metrics", "scheme"),
+        ("not a url", "not a URL"),
+        ("http://u:p@a/metrics", "credentials"),
+        ("dns+http://10.0.0.1:80/metrics", "DNS name"),
+    ] {
+        let err = ScrapeTarget::parse(entry).expect_err(entry);
+        assert!(err.contains(needle), "{entry}: {err}");
+    }
+}
+
+#[tokio::test]
+async fn dns_targets_resolve_every_address() {
+    let t = ScrapeTarget::parse("dns+http://localhost:8000/metrics").expect("valid");
+    let urls = t.resolve().await.expect("localhost resolves");
+    assert!(!urls.is_empty());
+    for url in urls {
+        assert!(
+            url.host_str()
+                .is_some_and(|h| h.parse::<IpAddr>().is_ok() || h.starts_with('['))
+        );
+        assert_eq!(url.port(), Some(8000));
+        assert_eq!(url.path(), "/metrics");
+    }
+}
+
+#[tokio::test]
+async fn checked_resolution_applies_the_outbound_policy() {
+    let entries = vec!["localhost".to_owned(), "10.0.0.0/8".to_owned()];
+    let policy = OutboundPolicy::new(Some(&entries), false).expect("valid");
+    let t = ScrapeTarget::parse("dns+http://localhost:8000/metrics").expect("valid");
+    t.check_outbound(&policy).expect("the name is allowed");
+    let err = t
+        .resolve_checked(&policy)
+        .await
+        .expect_err("loopback refused");
+    assert!(err.to_string().contains("resolved from localhost"), "{err}");
+    let t = ScrapeTarget::parse("http://169.254.169.254/metrics").expect("valid");
+    let err = t
+        .check_outbound(&OutboundPolicy::allow_all())
+        .expect_err("metadata");
+    assert!(err.rule.contains("refused by default"), "{err}");
+    let t = ScrapeTarget::parse("dns+http://evil.example:80/").expect("valid");
+    let err = t
+        .resolve_checked(&policy)
+        .await
+        .expect_err("name refused, no DNS");
+    assert!(err.to_string().contains("no host pattern"), "{err}");
+}
+
+#[test]
+fn only_definite_negative_answers_mean_no_such_name() {
+    let gai =
+        |text: &str| std::io::Error::other(format!("failed to lookup address information: {text}"));
+    assert!(is_no_such_name(&gai("Name or service not known")));
+    assert!(is_no_such_name(&gai("No address associated with hostname")));
+    assert!(!is_no_such_name(&gai(
+        "Temporary failure in name resolution"
+    )));
+    assert!(!is_no_such_name(&gai("System error")));
+}
+
+/// An HTTP server on 127.0.0.1 answering every request with `response`.
+async fn answering(response: &'static [u8]) -> Url {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("address");
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut request = [0u8; 4096];
+            let _ = stream.read(&mut request).await;
+            let _ = stream.write_all(response).await;
+            let _ = stream.shutdown().await;
+        }
+    });
+    Url::parse(&format!("http://{addr}/metrics")).expect("url")
+}
+
+fn scraper(policy: OutboundPolicy, cap: usize) -> HttpScraper {
+    HttpScraper::with_outbound(Duration::from_secs(5), cap, Arc::new(policy)).expect("client")
+}
+
+#[tokio::test]
+async fn answers_are_classified_by_status_and_body() {
+    use crate::source::error::PollOutcome;
+    let http = scraper(OutboundPolicy::allow_all(), 64);
+    for (response, kind, text) in [
+        (
+            &b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\n\r\n"[..],
+            FailureKind::Status(503),
+            "HTTP status 503 Service Unavailable",
+        ),
+        (
+            b"HTTP/1.1 429 Too Many Requests\r\ncontent-length: 0\r\n\r\n",
+            FailureKind::Status(429),
+            "HTTP status 429 Too Many Requests",
+        ),
+        (
+            b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n",
+            FailureKind::Status(404),
+            "HTTP status 404 Not Found",
+        ),
+        (
+            b"HTTP/1.1 401 Unauthorized\r\ncontent-length: 0\r\n\r\n",
+            FailureKind::Auth,
+            "HTTP status 401 Unauthorized",
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n\xff\xfe",
+            FailureKind::Parse,
+            "response is not UTF-8 text (invalid byte at 0)",
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n",
+            FailureKind::Rejected,
+            "response of 100 bytes exceeds the 64 byte cap",
+        ),
+    ] {
+        let url = answering(response).await;
+        let err = http.get_text(&url).await.expect_err(text);
+        assert_eq!(err.kind(), kind, "{err}");
+        assert_eq!(err.to_string(), format!("{url}: {text}"));
+        let transient = matches!(kind, FailureKind::Status(503 | 429));
+        assert_eq!(err.is_transient(), transient, "{err}");
+        let outcome = match kind {
+            FailureKind::Parse => PollOutcome::ParseError,
+            _ => PollOutcome::UpstreamError,
+        };
+        assert_eq!(err.outcome(), outcome, "{err}");
+    }
+}
+
+#[tokio::test]
+async fn connection_policy_and_dns_failures_are_classified() {
+    // A port nobody listens on: connection refused.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let closed = listener.local_addr().expect("address");
+    drop(listener);
+    let url = Url::parse(&format!("http://{closed}/metrics")).expect("url");
+    let err = scraper(OutboundPolicy::allow_all(), 1024)
+        .get_text(&url)
+        .await
+        .expect_err("nobody listens");
+    assert_eq!(err.kind(), FailureKind::Unreachable, "{err}");
+    assert!(err.is_transient());
+    assert!(
+        err.to_string()
+            .starts_with(&format!("{url}: connect failed")),
+        "{err}"
+    );
+
+    // Refused by the policy: an IP literal before the request, a name in
+    // the resolver (its refusal travels through reqwest as the cause).
+    let entries = vec!["localhost".to_owned(), "10.0.0.0/8".to_owned()];
+    let strict = scraper(
+        OutboundPolicy::new(Some(&entries), false).expect("valid"),
+        1024,
+    );
+    for url in ["http://127.0.0.1:9/metrics", "http://localhost:9/metrics"] {
+        let url = Url::parse(url).expect("url");
+        let err = strict.get_text(&url).await.expect_err("refused");
+        assert_eq!(err.kind(), FailureKind::Denied, "{err}");
+        assert!(!err.is_transient());
+        assert!(err.to_string().contains("refused"), "{err}");
+    }
+    let target = ScrapeTarget::parse("dns+http://evil.example:80/").expect("valid");
+    let err = strict
+        .scrape_all(&[target], "engine")
+        .await
+        .expect_err("name refused");
+    assert_eq!(err.kind(), FailureKind::Denied, "{err}");
+
+    // A name that cannot resolve (`.invalid` never does): NXDOMAIN where
+    // a resolver answers, a resolver failure where none is reachable.
+    let url = Url::parse("http://nonexistent.invalid/metrics").expect("url");
+    let err = scraper(OutboundPolicy::allow_all(), 1024)
+        .get_text(&url)
+        .await
+        .expect_err("no such name");
+    match err.kind() {
+        FailureKind::Dns { no_such_name } => assert_eq!(err.is_transient(), !no_such_name),
+        other => panic!("{other:?}: {err}"),
+    }
+    assert!(err.to_string().starts_with(&format!("{url}: ")), "{err}");
+}
+
+#[test]
+fn resolver_texts_are_read_for_dns_failures() {
+    let io =
+        std::io::Error::other("failed to lookup address information: Name or service not known");
+    assert_eq!(
+        resolution_failure(&io),
+        Some(FailureKind::Dns { no_such_name: true })
+    );
+    let io = std::io::Error::other(
+        "failed to lookup address information: Temporary failure in name resolution",
+    );
+    assert_eq!(
+        resolution_failure(&io),
+        Some(FailureKind::Dns {
+            no_such_name: false
+        })
+    );
+    let io = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+    assert_eq!(resolution_failure(&io), None);
+}

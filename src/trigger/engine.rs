@@ -1,0 +1,233 @@
+//! Where the engine signals `W`, `R`, `n`, TTFT and KV come from: a direct
+//! scrape (`vllmTargets`) or PromQL (`prometheusAddress`).
+
+use reqwest::Url;
+
+use super::error::{MetadataError, conflict, invalid};
+use super::keys;
+use super::latency::TtftSettings;
+use super::values::{Metadata, targets};
+use crate::source::prometheus::DefaultQueries;
+use crate::source::{Engine, EngineSource, PromQuery};
+
+/// How engine signals are read.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EngineInput {
+    /// Scrape the pods directly (`vllmTargets`).
+    Scrape(EngineSource),
+    /// PromQL (`prometheusAddress`).
+    Prometheus(Box<PromSignals>),
+}
+
+/// One query per engine signal.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromSignals {
+    /// `W` (summed).
+    pub waiting: PromQuery,
+    /// `R` (summed), when `runningPerReplica` is set.
+    pub running: Option<PromQuery>,
+    /// TTFT quantile, when `ttftSloSeconds` is set.
+    pub ttft: Option<PromQuery>,
+    /// Mean KV usage, when `kvCacheTarget` is set.
+    pub kv_cache: Option<PromQuery>,
+    /// `n`, replicas up.
+    pub replicas: PromQuery,
+}
+
+/// Which optional engine signals the trigger uses.
+#[derive(Debug, Clone, Copy)]
+pub struct Needs {
+    /// `runningPerReplica` is set.
+    pub running: bool,
+    /// The latency guard is on.
+    pub ttft: bool,
+    /// `kvCacheTarget` is set.
+    pub kv_cache: bool,
+}
+
+/// `prometheusAddress` (or its alias `serverAddress`), validated.
+pub fn prometheus_address(md: &Metadata<'_>, errors: &mut Vec<MetadataError>) -> Option<Url> {
+    let (sent, raw) = match (
+        md.get(keys::PROMETHEUS_ADDRESS),
+        md.get(keys::SERVER_ADDRESS),
+    ) {
+        (Some(_), Some(_)) => {
+            errors.push(conflict(
+                keys::SERVER_ADDRESS,
+                "is an alias of `prometheusAddress`; set only one",
+            ));
+            return None;
+        }
+        (Some(v), None) | (None, Some(v)) => v,
+        (None, None) => return None,
+    };
+    let valid = Url::parse(raw)
+        .ok()
+        .filter(|u| {
+            matches!(u.scheme(), "http" | "https") && u.host_str().is_some_and(|h| !h.is_empty())
+        })
+        .filter(|u| u.username().is_empty() && u.password().is_none())
+        .filter(|_| {
+            !raw.split_once("://")
+                .is_some_and(|(_, rest)| rest.starts_with('/'))
+        });
+    if valid.is_none() {
+        errors.push(invalid(
+            sent,
+            raw,
+            "an http(s)://HOST:PORT URL of a Prometheus API, without credentials",
+        ));
+    }
+    valid
+}
+
+/// The engine input the keys select, each needed query built (from its key
+/// or the engine's default).
+pub fn engine_input(
+    md: &Metadata<'_>,
+    engine: Engine,
+    model_name: Option<String>,
+    prometheus: Option<&Url>,
+    needs: Needs,
+    ttft: TtftSettings,
+    errors: &mut Vec<MetadataError>,
+) -> Option<EngineInput> {
+    let names = engine.metrics();
+    if model_name.is_some() && names.model_label.is_none() {
+        errors.push(conflict(
+            keys::MODEL_NAME,
+            format!("cannot filter engine `{engine}`: its metrics carry no model label"),
+        ));
+    }
+    let query_keys = [
+        keys::WAITING_QUERY,
+        keys::RUNNING_QUERY,
+        keys::TTFT_QUERY,
+        keys::KV_CACHE_QUERY,
+        keys::REPLICAS_QUERY,
+    ];
+    let scrape = md.has(keys::VLLM_TARGETS);
+    match (scrape, prometheus) {
+        (true, Some(_))
+            if query_keys.iter().any(|k| md.has(k))
+                || !md.has(keys::POD_SELECTOR_REGEX) && !md.has(keys::GPU_UTIL_QUERY) =>
+        {
+            errors.push(conflict(
+                keys::VLLM_TARGETS,
+                "and `prometheusAddress` both read the engine signals; set one (prometheusAddress may accompany vllmTargets only for the GPU signal)",
+            ));
+            None
+        }
+        (true, _) => {
+            for key in query_keys {
+                if md.has(key) {
+                    errors.push(conflict(
+                        key,
+                        "needs `prometheusAddress` (it is a PromQL query)",
+                    ));
+                }
+            }
+            let unsupported = |key: &'static str, what: &str| {
+                conflict(
+                    key,
+                    format!(
+                        "needs {what}, which engine `{engine}` does not expose; use `prometheusAddress` with a query"
+                    ),
+                )
+            };
+            if needs.running && names.running.is_none() {
+                errors.push(unsupported(
+                    keys::RUNNING_PER_REPLICA,
+                    "a running-requests gauge",
+                ));
+            }
+            if needs.ttft && names.ttft.is_none() {
+                errors.push(unsupported(keys::TTFT_SLO_SECONDS, "a TTFT histogram"));
+            }
+            if needs.kv_cache && names.kv_cache.is_empty() {
+                errors.push(unsupported(keys::KV_CACHE_TARGET, "a KV-cache usage gauge"));
+            }
+            let targets = targets(md, keys::VLLM_TARGETS, errors)?;
+            Some(EngineInput::Scrape(EngineSource {
+                engine,
+                targets,
+                model_name,
+            }))
+        }
+        (false, Some(address)) => {
+            let defaults =
+                DefaultQueries::new(engine, model_name.as_deref(), md.text(keys::NAMESPACE));
+            let auth_profile = md.text(keys::AUTH_PROFILE).map(str::to_owned);
+            let query = |key: &'static str,
+                         default: Option<String>,
+                         needed: bool,
+                         errors: &mut Vec<MetadataError>|
+             -> Option<PromQuery> {
+                let text = match md.get(key) {
+                    Some((sent, raw)) if raw.is_empty() => {
+                        errors.push(invalid(sent, raw, "a PromQL expression"));
+                        return None;
+                    }
+                    Some((_, raw)) => Some(raw.to_owned()),
+                    None => default,
+                };
+                if !needed {
+                    return None;
+                }
+                match text {
+                    Some(query) => Some(PromQuery {
+                        address: address.clone(),
+                        query,
+                        auth_profile: auth_profile.clone(),
+                    }),
+                    None => {
+                        errors.push(conflict(
+                            key,
+                            format!("is needed: engine `{engine}` has no default for it"),
+                        ));
+                        None
+                    }
+                }
+            };
+            let waiting = query(keys::WAITING_QUERY, Some(defaults.waiting()), true, errors);
+            let running = query(
+                keys::RUNNING_QUERY,
+                defaults.running(),
+                needs.running,
+                errors,
+            );
+            let ttft_query = query(
+                keys::TTFT_QUERY,
+                defaults.ttft(ttft.quantile, ttft.window.as_secs()),
+                needs.ttft,
+                errors,
+            );
+            let kv_cache = query(
+                keys::KV_CACHE_QUERY,
+                defaults.kv_cache(),
+                needs.kv_cache,
+                errors,
+            );
+            let replicas = query(
+                keys::REPLICAS_QUERY,
+                Some(defaults.replicas()),
+                true,
+                errors,
+            );
+            Some(EngineInput::Prometheus(Box::new(PromSignals {
+                waiting: waiting?,
+                running,
+                ttft: ttft_query,
+                kv_cache,
+                replicas: replicas?,
+            })))
+        }
+        (false, None) => {
+            errors.push(MetadataError::Missing {
+                key: keys::VLLM_TARGETS,
+                allowed: "a comma-separated list of http(s):// metrics URLs or dns+http://SERVICE:PORT/metrics entries (or set `prometheusAddress` to read the signals with PromQL, or a broker: `queueURL`, `bootstrapServers`, `rabbitmqHost`)",
+            });
+            None
+        }
+    }
+}

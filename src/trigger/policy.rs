@@ -1,0 +1,84 @@
+//! `policy` and the `capacity` policy's keys → [`Policy`].
+
+use super::defaults::{
+    DEFAULT_ARRIVAL_SMOOTHING_SECONDS, DEFAULT_DRAIN_HORIZON_SECONDS, DEFAULT_HEADROOM,
+    DEFAULT_PEAK_HOLD_SECONDS,
+};
+use super::error::{MetadataError, conflict, invalid};
+use super::keys;
+use super::params::{CapacityParams, Policy};
+use super::values::{Metadata, number, required_positive};
+
+/// The policy; with `capacity`, its parameters (defaulted); with `backlog`,
+/// any capacity key is a conflict.
+pub fn policy(md: &Metadata<'_>, errors: &mut Vec<MetadataError>) -> Policy {
+    // Default: `capacity` when a drain rate is given (the simulator shows it
+    // no worse than `backlog` in every scenario: docs/decisions/0010), and
+    // `backlog` otherwise, since `capacity` cannot run without μ.
+    let capacity = match md.get(keys::POLICY) {
+        None => md.has(keys::DRAIN_RATE_PER_REPLICA),
+        Some((_, raw)) if raw.eq_ignore_ascii_case("backlog") => false,
+        Some((_, raw)) if raw.eq_ignore_ascii_case("capacity") => true,
+        Some((sent, raw)) => {
+            errors.push(invalid(sent, raw, "`backlog` or `capacity`"));
+            return Policy::Backlog;
+        }
+    };
+    if !capacity {
+        // Every key of the group but `policy` itself.
+        for key in keys::CAPACITY_POLICY
+            .iter()
+            .copied()
+            .filter(|k| *k != keys::POLICY)
+        {
+            if md.has(key) {
+                errors.push(conflict(key, "only applies to `policy: capacity`"));
+            }
+        }
+        return Policy::Backlog;
+    }
+    let seconds = |key: &'static str, default: f64, errors: &mut Vec<MetadataError>| {
+        number(
+            md,
+            key,
+            |v| v > 0.0 && v <= 86_400.0,
+            "a number of seconds in (0, 86400]",
+            errors,
+        )
+        .unwrap_or(default)
+    };
+    let learn = match md.get(keys::LEARN_DRAIN_RATE) {
+        None => false,
+        Some((_, raw)) if raw.eq_ignore_ascii_case("true") => true,
+        Some((_, raw)) if raw.eq_ignore_ascii_case("false") => false,
+        Some((sent, raw)) => {
+            errors.push(invalid(sent, raw, "`true` or `false`"));
+            false
+        }
+    };
+    let drain = required_positive(md, keys::DRAIN_RATE_PER_REPLICA, errors);
+    let params = CapacityParams {
+        drain_rate_per_replica: drain.unwrap_or(1.0),
+        arrival_smoothing_seconds: seconds(
+            keys::ARRIVAL_SMOOTHING_SECONDS,
+            DEFAULT_ARRIVAL_SMOOTHING_SECONDS,
+            errors,
+        ),
+        peak_hold_seconds: seconds(keys::PEAK_HOLD_SECONDS, DEFAULT_PEAK_HOLD_SECONDS, errors),
+        headroom: number(
+            md,
+            keys::HEADROOM,
+            |v| (0.0..=10.0).contains(&v),
+            "a fraction from 0 to 10, e.g. `0.2`",
+            errors,
+        )
+        .unwrap_or(DEFAULT_HEADROOM),
+        drain_horizon_seconds: seconds(
+            keys::DRAIN_HORIZON_SECONDS,
+            DEFAULT_DRAIN_HORIZON_SECONDS,
+            errors,
+        ),
+        learn_drain_rate: learn,
+    };
+    Policy::Capacity(params)
+}

@@ -1,0 +1,260 @@
+//! A trigger's metadata → a validated [`TriggerSpec`], and the sources it reads.
+
+use std::time::Duration;
+
+use super::broker::{BrokerTrigger, parse_metadata as parse_broker};
+use super::defaults::{DEFAULT_MAX_SIGNAL_AGE_POLLS, DEFAULT_POLL_INTERVAL};
+use super::engine::{EngineInput, Needs, engine_input, prometheus_address};
+use super::error::{MetadataError, MetadataErrors, conflict, invalid};
+use super::gpu::{GpuInput, gpu_guard, gpu_input};
+use super::keys;
+use super::latency::{TtftSettings, latency_guard, ttft_settings};
+use super::params::{FusionParams, Policy};
+use super::policy::policy;
+use super::values::{
+    Metadata, number, optional_non_negative, optional_positive, required_positive, whole_seconds,
+};
+use crate::source::{Engine, SourceSpec};
+
+const MAX_POLL_INTERVAL_SECS: u64 = 300;
+const MAX_METRIC_NAME_LEN: usize = 63;
+
+/// A trigger's metadata, validated and typed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TriggerSpec {
+    /// Name returned by GetMetricSpec and matched (case-insensitively) by GetMetrics.
+    pub metric_name: String,
+    /// Parameters of the fusion formula.
+    pub fusion: FusionParams,
+    /// Where `W`, `R`, `n`, TTFT and KV come from; `None` for a broker-only
+    /// trigger.
+    pub engine: Option<EngineInput>,
+    /// The broker whose backlog `Q` joins as `w·Q`, if any.
+    pub broker: Option<BrokerTrigger>,
+    /// Where `U` comes from, if the GPU guard is configured.
+    pub gpu: Option<GpuInput>,
+    /// TTFT quantile settings (used when the latency guard is on).
+    pub ttft: TtftSettings,
+    /// Background poll interval of this trigger's sources.
+    pub poll_interval: Duration,
+    /// Age after which a held reading no longer counts.
+    pub max_signal_age: Duration,
+}
+
+impl TriggerSpec {
+    /// Validate a trigger's metadata. Collects every problem, not just the first.
+    pub fn from_metadata<'a, I>(metadata: I) -> Result<TriggerSpec, MetadataErrors>
+    where
+        I: IntoIterator<Item = (&'a str, &'a str)>,
+    {
+        let mut errors = Vec::new();
+        let md = Metadata::fold(metadata, &mut errors);
+        let broker = match parse_broker(&md) {
+            Ok(broker) => broker,
+            Err(broker_errors) => {
+                errors.extend(broker_errors);
+                None
+            }
+        };
+
+        let target = required_positive(&md, keys::TARGET_BACKLOG_PER_REPLICA, &mut errors);
+        let running_per_replica = optional_positive(&md, keys::RUNNING_PER_REPLICA, &mut errors);
+        let activation_backlog =
+            optional_non_negative(&md, keys::ACTIVATION_BACKLOG, &mut errors).unwrap_or(0.0);
+        let poll_interval = whole_seconds(
+            &md,
+            keys::POLL_INTERVAL_SECONDS,
+            1,
+            MAX_POLL_INTERVAL_SECS,
+            &mut errors,
+        )
+        .unwrap_or(DEFAULT_POLL_INTERVAL);
+        let max_signal_age = whole_seconds(
+            &md,
+            keys::MAX_SIGNAL_AGE_SECONDS,
+            poll_interval.as_secs(),
+            3600,
+            &mut errors,
+        )
+        .unwrap_or(poll_interval * DEFAULT_MAX_SIGNAL_AGE_POLLS);
+        let model_name = md.text(keys::MODEL_NAME).map(str::to_owned);
+        let metric_name = metric_name(&md, model_name.as_deref(), &mut errors);
+        let engine = match md.get(keys::ENGINE) {
+            None => Engine::Vllm,
+            Some((sent, raw)) => Engine::parse(raw).unwrap_or_else(|| {
+                errors.push(invalid(
+                    sent,
+                    raw,
+                    "one of `vllm`, `sglang`, `triton`, `tgi`",
+                ));
+                Engine::Vllm
+            }),
+        };
+
+        let latency = latency_guard(&md, &mut errors);
+        let ttft = ttft_settings(&md, &mut errors);
+        let kv_cache_target = number(
+            &md,
+            keys::KV_CACHE_TARGET,
+            |v| v > 0.0 && v <= 1.0,
+            "a fraction in (0, 1], e.g. `0.8`",
+            &mut errors,
+        );
+        let needs = Needs {
+            running: running_per_replica.is_some(),
+            ttft: latency.is_some(),
+            kv_cache: kv_cache_target.is_some(),
+        };
+
+        let policy = policy(&md, &mut errors);
+        if matches!(policy, Policy::Capacity(_)) && !md.has(keys::VLLM_TARGETS) {
+            errors.push(conflict(
+                keys::POLICY,
+                "`capacity` needs per-pod counters: set `vllmTargets` (the PromQL path gives sums only)",
+            ));
+        }
+        let prometheus = prometheus_address(&md, &mut errors);
+        let has_engine = md.has(keys::VLLM_TARGETS) || prometheus.is_some();
+        let engine_input = if has_engine || broker.is_none() {
+            engine_input(
+                &md,
+                engine,
+                model_name,
+                prometheus.as_ref(),
+                needs,
+                ttft,
+                &mut errors,
+            )
+        } else {
+            // A broker-only trigger (an async worker fed by a queue):
+            // engine-signal keys have nothing to read.
+            for key in [
+                keys::RUNNING_PER_REPLICA,
+                keys::TTFT_SLO_SECONDS,
+                keys::KV_CACHE_TARGET,
+                keys::ENGINE,
+                keys::MODEL_NAME,
+            ] {
+                if md.has(key) {
+                    errors.push(conflict(
+                        key,
+                        "needs engine signals: set `vllmTargets` or `prometheusAddress`",
+                    ));
+                }
+            }
+            None
+        };
+        let gpu = gpu_input(&md, prometheus.as_ref(), &mut errors);
+        let gpu_guard = gpu_guard(&md, gpu.is_some(), &mut errors);
+
+        match (target, engine_input.is_some() || broker.is_some()) {
+            (Some(target), true) if errors.is_empty() => Ok(TriggerSpec {
+                metric_name,
+                fusion: FusionParams {
+                    target_per_replica: target,
+                    running_per_replica,
+                    activation_backlog,
+                    latency,
+                    kv_cache_target,
+                    gpu: gpu_guard,
+                    policy,
+                },
+                engine: engine_input,
+                broker,
+                gpu,
+                ttft,
+                poll_interval,
+                max_signal_age,
+            }),
+            _ => Err(MetadataErrors(errors)),
+        }
+    }
+
+    /// Every source this trigger reads, each becoming one shared poller.
+    pub fn sources(&self) -> Vec<SourceSpec> {
+        let mut sources = Vec::new();
+        match &self.engine {
+            None => {}
+            Some(EngineInput::Scrape(source)) => sources.push(SourceSpec::Engine(source.clone())),
+            Some(EngineInput::Prometheus(q)) => {
+                for query in [
+                    Some(&q.waiting),
+                    q.running.as_ref(),
+                    q.ttft.as_ref(),
+                    q.kv_cache.as_ref(),
+                    Some(&q.replicas),
+                ]
+                .into_iter()
+                .flatten()
+                {
+                    sources.push(SourceSpec::Prometheus(query.clone()));
+                }
+            }
+        }
+        if let Some(broker) = &self.broker {
+            sources.push(SourceSpec::Broker(broker.source.clone()));
+        }
+        match &self.gpu {
+            Some(GpuInput::Scrape(source)) => sources.push(SourceSpec::Dcgm(source.clone())),
+            Some(GpuInput::Prometheus(query)) => {
+                sources.push(SourceSpec::Prometheus(query.clone()))
+            }
+            None => {}
+        }
+        let mut unique = Vec::with_capacity(sources.len());
+        for source in sources {
+            if !unique.contains(&source) {
+                unique.push(source);
+            }
+        }
+        unique
+    }
+}
+
+fn metric_name(
+    md: &Metadata<'_>,
+    model_name: Option<&str>,
+    errors: &mut Vec<MetadataError>,
+) -> String {
+    if let Some((sent_key, raw)) = md.get(keys::METRIC_NAME) {
+        let valid = !raw.is_empty()
+            && raw.len() <= MAX_METRIC_NAME_LEN
+            && raw.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+        if valid {
+            return raw.to_owned();
+        }
+        errors.push(invalid(
+            sent_key,
+            raw,
+            format!("1 to {MAX_METRIC_NAME_LEN} letters, digits or `-`"),
+        ));
+    }
+    match model_name {
+        Some(model) => {
+            let mut name = String::from("backlog-");
+            let mut last_dash = true;
+            for c in model.chars() {
+                // KEDA does not normalize external metric names, and `/ . : % ( )`
+                // break the HPA's external metric path, so reduce to [a-z0-9-].
+                if c.is_ascii_alphanumeric() {
+                    name.push(c.to_ascii_lowercase());
+                    last_dash = false;
+                } else if !last_dash {
+                    name.push('-');
+                    last_dash = true;
+                }
+            }
+            let mut name: String = name.chars().take(MAX_METRIC_NAME_LEN).collect();
+            while name.ends_with('-') {
+                name.pop();
+            }
+            name
+        }
+        None => "backlog".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod redaction_tests;
+#[cfg(test)]
+mod tests;
