@@ -292,7 +292,13 @@ async fn probe_and_fuse(
         });
     }
     let now = Instant::now();
-    let evaluation = evaluate(&spec, reports, &mut TriggerMemory::default(), now);
+    let evaluation = evaluate(
+        &spec,
+        reports,
+        &mut TriggerMemory::default(),
+        now,
+        std::time::SystemTime::now(),
+    );
     match evaluation.decision_at(now) {
         Ok(decision) if !failed => {
             let _ = writeln!(

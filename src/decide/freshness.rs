@@ -61,13 +61,13 @@ pub struct Evaluation {
 }
 
 impl Evaluation {
-    /// The evaluation of a trigger no source has answered yet.
-    pub fn pending() -> Evaluation {
+    /// The evaluation of a trigger no source has answered yet, as of `wall`.
+    pub fn pending(wall: SystemTime) -> Evaluation {
         Evaluation {
             status: Status::Pending,
             degraded: false,
             signals: Vec::new(),
-            evaluated_at: SystemTime::now(),
+            evaluated_at: wall,
         }
     }
 
@@ -119,12 +119,15 @@ pub fn decide_engine(
     Ok(fusion::fuse(&spec.fusion, &signals))
 }
 
-/// Combine the sources' states into an evaluation.
+/// Combine the sources' states into an evaluation at `now` (monotonic, for
+/// ages); `wall` stamps it for display. The caller reads both clocks, so this
+/// stays a pure function of its inputs.
 pub fn evaluate(
     spec: &TriggerSpec,
     signals: Vec<SignalReport>,
     memory: &mut TriggerMemory,
     now: Instant,
+    wall: SystemTime,
 ) -> Evaluation {
     let max_age = spec.max_signal_age;
     let mut problems = Vec::new();
@@ -180,7 +183,7 @@ pub fn evaluate(
         status,
         degraded,
         signals,
-        evaluated_at: SystemTime::now(),
+        evaluated_at: wall,
     }
 }
 

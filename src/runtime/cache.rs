@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::watch;
 use tokio::task::AbortHandle;
@@ -255,7 +255,7 @@ impl DecisionCache {
             name: key.name.clone(),
             metric: spec.metric_name.clone(),
         };
-        let (tx, rx) = watch::channel(Arc::new(Evaluation::pending()));
+        let (tx, rx) = watch::channel(Arc::new(Evaluation::pending(SystemTime::now())));
         let task = tokio::spawn(trigger_loop(
             spec.clone(),
             pollers,
@@ -363,7 +363,7 @@ async fn trigger_loop(
     for (i, poller) in pollers.iter().enumerate() {
         updates.insert(i, WatchStream::new(poller.subscribe()));
     }
-    let mut previous = Evaluation::pending();
+    let mut previous = Evaluation::pending(SystemTime::now());
     let mut memory = TriggerMemory::default();
     loop {
         let now = Instant::now();
@@ -375,7 +375,7 @@ async fn trigger_loop(
                 state: p.subscribe().borrow().clone(),
             })
             .collect();
-        let evaluation = evaluate(&spec, signals, &mut memory, now);
+        let evaluation = evaluate(&spec, signals, &mut memory, now, SystemTime::now());
         log_transition(&labels, &previous, &evaluation);
         match &evaluation.status {
             Status::Ready { decision, .. } => {

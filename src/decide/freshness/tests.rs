@@ -1,7 +1,7 @@
 //! Evaluation tests: freshness, holding, the PromQL empty-result rule, the
 //! TTFT window across evaluations.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use super::*;
 use crate::decide::signal_state::Timed;
@@ -86,6 +86,7 @@ fn fresh_reading_is_ready() {
         reports(&s, vec![good(engine_reading(vec![pod(10.0, 32.0)], now))]),
         &mut TriggerMemory::default(),
         now,
+        SystemTime::UNIX_EPOCH,
     );
     let d = e.decision_at(now).expect("ready");
     assert_eq!(d.backlog, 20.0);
@@ -108,6 +109,7 @@ fn failing_source_holds_last_good_until_max_age_then_unavailable() {
         reports(&s, vec![state.clone()]),
         &mut memory,
         t0 + Duration::from_secs(5),
+        SystemTime::UNIX_EPOCH,
     );
     assert!(held.degraded);
     assert_eq!(
@@ -123,6 +125,7 @@ fn failing_source_holds_last_good_until_max_age_then_unavailable() {
         reports(&s, vec![state]),
         &mut memory,
         t0 + Duration::from_secs(16),
+        SystemTime::UNIX_EPOCH,
     );
     let err = lost
         .decision_at(t0 + Duration::from_secs(16))
@@ -140,6 +143,7 @@ fn no_reading_yet_is_pending_and_first_failure_is_unavailable() {
         reports(&s, vec![SignalState::default()]),
         &mut TriggerMemory::default(),
         now,
+        SystemTime::UNIX_EPOCH,
     );
     assert_eq!(pending.status, Status::Pending);
     let failed = evaluate(
@@ -154,6 +158,7 @@ fn no_reading_yet_is_pending_and_first_failure_is_unavailable() {
         ),
         &mut TriggerMemory::default(),
         now,
+        SystemTime::UNIX_EPOCH,
     );
     let err = failed.decision_at(now).expect_err("unavailable");
     assert!(
@@ -178,6 +183,7 @@ fn a_lost_source_carries_its_typed_error() {
         ),
         &mut TriggerMemory::default(),
         now,
+        SystemTime::UNIX_EPOCH,
     );
     match failed.decision_at(now).expect_err("unavailable") {
         Unavailable::NeverRead {
@@ -204,6 +210,7 @@ fn required_gauges_missing_on_a_pod_make_the_trigger_unavailable() {
         reports(&s, vec![good(engine_reading(vec![p], now))]),
         &mut TriggerMemory::default(),
         now,
+        SystemTime::UNIX_EPOCH,
     );
     let err = e.decision_at(now).expect_err("no kv");
     assert!(err.to_string().contains("KV-cache"), "{err}");
@@ -240,6 +247,7 @@ fn ttft_window_feeds_the_latency_guard_across_evaluations() {
         ),
         &mut memory,
         t0,
+        SystemTime::UNIX_EPOCH,
     );
     let d = first.decision_at(t0).expect("ready");
     assert_eq!(
@@ -260,6 +268,7 @@ fn ttft_window_feeds_the_latency_guard_across_evaluations() {
         ),
         &mut memory,
         t1,
+        SystemTime::UNIX_EPOCH,
     );
     let d = second.decision_at(t1).expect("ready");
     assert_eq!(d.components.ttft_seconds, Some(3.9));
@@ -276,6 +285,7 @@ fn ttft_window_feeds_the_latency_guard_across_evaluations() {
         ),
         &mut memory,
         t1,
+        SystemTime::UNIX_EPOCH,
     );
     assert_eq!(
         again
@@ -321,7 +331,14 @@ fn prom_eval(waiting: &[f64], running: &[f64], replicas: &[f64]) -> Result<Decis
         query_state("r", running, now),
         query_state("n", replicas, now),
     ];
-    evaluate(&s, reports(&s, states), &mut TriggerMemory::default(), now).decision_at(now)
+    evaluate(
+        &s,
+        reports(&s, states),
+        &mut TriggerMemory::default(),
+        now,
+        SystemTime::UNIX_EPOCH,
+    )
+    .decision_at(now)
 }
 
 #[test]
@@ -388,9 +405,15 @@ fn broker_only_trigger_activates_from_weighted_backlog() {
     let now = Instant::now();
     let s = kafka_spec(&[]);
     let states = vec![broker_state(7.0, None, now)];
-    let d = evaluate(&s, reports(&s, states), &mut TriggerMemory::default(), now)
-        .decision_at(now)
-        .expect("ready");
+    let d = evaluate(
+        &s,
+        reports(&s, states),
+        &mut TriggerMemory::default(),
+        now,
+        SystemTime::UNIX_EPOCH,
+    )
+    .decision_at(now)
+    .expect("ready");
     assert_eq!(d.backlog, 14.0);
     assert_eq!(d.components.broker_term, Some(14.0));
     assert!(d.active);
@@ -402,9 +425,15 @@ fn kafka_backlog_is_capped_at_t_times_partitions() {
     let s = kafka_spec(&[]);
     // 500 lag × w 2 = 1000, but 3 partitions allow at most 3 consumers: T·3 = 30.
     let states = vec![broker_state(500.0, Some(3), now)];
-    let d = evaluate(&s, reports(&s, states), &mut TriggerMemory::default(), now)
-        .decision_at(now)
-        .expect("ready");
+    let d = evaluate(
+        &s,
+        reports(&s, states),
+        &mut TriggerMemory::default(),
+        now,
+        SystemTime::UNIX_EPOCH,
+    )
+    .decision_at(now)
+    .expect("ready");
     assert_eq!(d.backlog, 30.0);
 }
 
@@ -446,9 +475,15 @@ fn a_name_with_no_addresses_is_zero_pods_only_with_a_broker() {
             _ => broker_state(4.0, None, now),
         })
         .collect();
-    let d = evaluate(&s, reports(&s, states), &mut TriggerMemory::default(), now)
-        .decision_at(now)
-        .expect("zero pods is a reading");
+    let d = evaluate(
+        &s,
+        reports(&s, states),
+        &mut TriggerMemory::default(),
+        now,
+        SystemTime::UNIX_EPOCH,
+    )
+    .decision_at(now)
+    .expect("zero pods is a reading");
     assert_eq!(
         (d.backlog, d.components.replicas_reporting, d.active),
         (4.0, 0, true)
@@ -467,6 +502,7 @@ fn a_name_with_no_addresses_is_zero_pods_only_with_a_broker() {
         reports(&s, vec![no_pods(now)]),
         &mut TriggerMemory::default(),
         now,
+        SystemTime::UNIX_EPOCH,
     )
     .decision_at(now)
     .expect_err("lost");
