@@ -20,7 +20,7 @@
 //! | [`decide`] | pure decision code: freshness, fusion, capacity, TTFT window; readings and time in, a `Decision` out | trigger, source, guard |
 //! | [`trigger`] | the metadata language → a validated [`trigger::TriggerSpec`]: one key registry, one redacting error | source, guard |
 //! | [`source`] | readers: one reading of one upstream, from a typed target; no metadata, no retries, no sleeps | guard |
-//! | [`guard`] | where the scaler may connect and with what: outbound allowlist, credential profiles, `--config` | nothing |
+//! | [`guard`] | where the scaler may connect and with what: outbound allowlist, credential profiles, `--config`, and the one credential redactor every output uses | nothing |
 //! | [`sim`] | `simulate`: pods under KEDA and the HPA, each policy deciding through [`decide`] | decide, trigger, source, fake |
 //! | [`fake`] | fake engine pods and dcgm-exporter emitting the real components' exact bytes (tests, demo, benches) | nothing |
 //!

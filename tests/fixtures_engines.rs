@@ -2,7 +2,12 @@
 //! dcgm-exporter, and the real-Prometheus harness scraping them.
 //!
 //! Golden snippets are written from `shared/reference/signals.md` §3–6 (same values, our labels
-//! where the fake's differ: GPU UUIDs, TGI's failure reason).
+//! where the fake's differ: GPU UUIDs, TGI's failure reason), except where the engines' own
+//! metric code wrote them: `tests/golden/` holds bodies SGLang 0.5.23's collectors and vLLM
+//! 0.33.0's `PrometheusStatLogger` printed (`tests/golden/generate/generate.sh`), and the fakes
+//! must reproduce their engine families line for line. The second half of the file puts those
+//! bodies and the fakes behind the real server and a real Prometheus: each engine counted as
+//! upstream emits it (`engines_are_counted_as_upstream_emits_them_through_the_server`).
 
 mod common;
 
@@ -10,8 +15,9 @@ use std::time::{Duration, Instant};
 
 use backlog_scaler::fake::{
     DCGM_FB_TOTAL_MIB, DcgmGpu, EngineKind, FakeDcgmExporter, FakeVllmPod, FinishReason, ModelLoad,
-    PodState, SGLANG_MAX_TOTAL_NUM_TOKENS, TGI_DURATION_BUCKETS, TGI_MAX_BATCH_TOTAL_TOKENS,
-    dcgm_gpu_uuid, render_dcgm_metrics, render_engine_metrics,
+    PodState, PriorityLoad, SGLANG_MAX_TOTAL_NUM_TOKENS, TGI_DURATION_BUCKETS,
+    TGI_MAX_BATCH_TOTAL_TOKENS, VLLM_033_CONTENT_TYPE, dcgm_gpu_uuid, engine_content_type,
+    render_dcgm_metrics, render_dcgm_metrics_old_namespace, render_engine_metrics,
 };
 use backlog_scaler::source::prom_text::{Sample, parse_all};
 use common::prometheus::{JOB, PrometheusServer};
@@ -265,38 +271,39 @@ fn sglang_golden_matches_signals_md() {
     state.record_request(model, 0.15, 1.0, 8_128_902, 1);
     let body = render_engine_metrics(EngineKind::Sglang, &state);
 
-    // signals.md §3's example lists 0.1, 0.2 and +Inf; the real body has every bound.
+    // signals.md §3's example lists 0.1, 0.2 and +Inf; the real body has every bound, and
+    // SGLang 0.5.23 adds `is_streaming` (tests/golden/sglang-0.5.23-*.txt).
     let ttft = r#"# HELP sglang:time_to_first_token_seconds Histogram of time to first token in seconds.
 # TYPE sglang:time_to_first_token_seconds histogram
-sglang:time_to_first_token_seconds_sum{engine_type="unified",model_name="Qwen/Qwen3-8B"} 0.15
-sglang:time_to_first_token_seconds_bucket{engine_type="unified",le="0.1",model_name="Qwen/Qwen3-8B"} 0.0
-sglang:time_to_first_token_seconds_bucket{engine_type="unified",le="0.2",model_name="Qwen/Qwen3-8B"} 1.0
-sglang:time_to_first_token_seconds_bucket{engine_type="unified",le="0.4",model_name="Qwen/Qwen3-8B"} 1.0
-sglang:time_to_first_token_seconds_bucket{engine_type="unified",le="0.6",model_name="Qwen/Qwen3-8B"} 1.0
-sglang:time_to_first_token_seconds_bucket{engine_type="unified",le="0.8",model_name="Qwen/Qwen3-8B"} 1.0
-sglang:time_to_first_token_seconds_bucket{engine_type="unified",le="1.0",model_name="Qwen/Qwen3-8B"} 1.0
-sglang:time_to_first_token_seconds_bucket{engine_type="unified",le="2.0",model_name="Qwen/Qwen3-8B"} 1.0
-sglang:time_to_first_token_seconds_bucket{engine_type="unified",le="4.0",model_name="Qwen/Qwen3-8B"} 1.0
-sglang:time_to_first_token_seconds_bucket{engine_type="unified",le="6.0",model_name="Qwen/Qwen3-8B"} 1.0
-sglang:time_to_first_token_seconds_bucket{engine_type="unified",le="8.0",model_name="Qwen/Qwen3-8B"} 1.0
-sglang:time_to_first_token_seconds_bucket{engine_type="unified",le="10.0",model_name="Qwen/Qwen3-8B"} 1.0
-sglang:time_to_first_token_seconds_bucket{engine_type="unified",le="20.0",model_name="Qwen/Qwen3-8B"} 1.0
-sglang:time_to_first_token_seconds_bucket{engine_type="unified",le="40.0",model_name="Qwen/Qwen3-8B"} 1.0
-sglang:time_to_first_token_seconds_bucket{engine_type="unified",le="60.0",model_name="Qwen/Qwen3-8B"} 1.0
-sglang:time_to_first_token_seconds_bucket{engine_type="unified",le="80.0",model_name="Qwen/Qwen3-8B"} 1.0
-sglang:time_to_first_token_seconds_bucket{engine_type="unified",le="100.0",model_name="Qwen/Qwen3-8B"} 1.0
-sglang:time_to_first_token_seconds_bucket{engine_type="unified",le="200.0",model_name="Qwen/Qwen3-8B"} 1.0
-sglang:time_to_first_token_seconds_bucket{engine_type="unified",le="400.0",model_name="Qwen/Qwen3-8B"} 1.0
-sglang:time_to_first_token_seconds_bucket{engine_type="unified",le="+Inf",model_name="Qwen/Qwen3-8B"} 1.0
-sglang:time_to_first_token_seconds_count{engine_type="unified",model_name="Qwen/Qwen3-8B"} 1.0
+sglang:time_to_first_token_seconds_sum{engine_type="unified",is_streaming="false",model_name="Qwen/Qwen3-8B"} 0.15
+sglang:time_to_first_token_seconds_bucket{engine_type="unified",is_streaming="false",le="0.1",model_name="Qwen/Qwen3-8B"} 0.0
+sglang:time_to_first_token_seconds_bucket{engine_type="unified",is_streaming="false",le="0.2",model_name="Qwen/Qwen3-8B"} 1.0
+sglang:time_to_first_token_seconds_bucket{engine_type="unified",is_streaming="false",le="0.4",model_name="Qwen/Qwen3-8B"} 1.0
+sglang:time_to_first_token_seconds_bucket{engine_type="unified",is_streaming="false",le="0.6",model_name="Qwen/Qwen3-8B"} 1.0
+sglang:time_to_first_token_seconds_bucket{engine_type="unified",is_streaming="false",le="0.8",model_name="Qwen/Qwen3-8B"} 1.0
+sglang:time_to_first_token_seconds_bucket{engine_type="unified",is_streaming="false",le="1.0",model_name="Qwen/Qwen3-8B"} 1.0
+sglang:time_to_first_token_seconds_bucket{engine_type="unified",is_streaming="false",le="2.0",model_name="Qwen/Qwen3-8B"} 1.0
+sglang:time_to_first_token_seconds_bucket{engine_type="unified",is_streaming="false",le="4.0",model_name="Qwen/Qwen3-8B"} 1.0
+sglang:time_to_first_token_seconds_bucket{engine_type="unified",is_streaming="false",le="6.0",model_name="Qwen/Qwen3-8B"} 1.0
+sglang:time_to_first_token_seconds_bucket{engine_type="unified",is_streaming="false",le="8.0",model_name="Qwen/Qwen3-8B"} 1.0
+sglang:time_to_first_token_seconds_bucket{engine_type="unified",is_streaming="false",le="10.0",model_name="Qwen/Qwen3-8B"} 1.0
+sglang:time_to_first_token_seconds_bucket{engine_type="unified",is_streaming="false",le="20.0",model_name="Qwen/Qwen3-8B"} 1.0
+sglang:time_to_first_token_seconds_bucket{engine_type="unified",is_streaming="false",le="40.0",model_name="Qwen/Qwen3-8B"} 1.0
+sglang:time_to_first_token_seconds_bucket{engine_type="unified",is_streaming="false",le="60.0",model_name="Qwen/Qwen3-8B"} 1.0
+sglang:time_to_first_token_seconds_bucket{engine_type="unified",is_streaming="false",le="80.0",model_name="Qwen/Qwen3-8B"} 1.0
+sglang:time_to_first_token_seconds_bucket{engine_type="unified",is_streaming="false",le="100.0",model_name="Qwen/Qwen3-8B"} 1.0
+sglang:time_to_first_token_seconds_bucket{engine_type="unified",is_streaming="false",le="200.0",model_name="Qwen/Qwen3-8B"} 1.0
+sglang:time_to_first_token_seconds_bucket{engine_type="unified",is_streaming="false",le="400.0",model_name="Qwen/Qwen3-8B"} 1.0
+sglang:time_to_first_token_seconds_bucket{engine_type="unified",is_streaming="false",le="+Inf",model_name="Qwen/Qwen3-8B"} 1.0
+sglang:time_to_first_token_seconds_count{engine_type="unified",is_streaming="false",model_name="Qwen/Qwen3-8B"} 1.0
 # HELP "#;
     let running = r#"# HELP sglang:num_running_reqs The number of running requests.
 # TYPE sglang:num_running_reqs gauge
-sglang:num_running_reqs{engine_type="unified",model_name="Qwen/Qwen3-8B",pp_rank="0",tp_rank="0"} 7.0
+sglang:num_running_reqs{engine_type="unified",model_name="Qwen/Qwen3-8B",moe_ep_rank="0",pp_rank="0",tp_rank="0"} 7.0
 # HELP sglang:num_queue_reqs "#;
     let prompt = r#"# HELP sglang:prompt_tokens_total Number of prefill tokens processed.
 # TYPE sglang:prompt_tokens_total counter
-sglang:prompt_tokens_total{engine_type="unified",model_name="Qwen/Qwen3-8B"} 8.128902e+06
+sglang:prompt_tokens_total{engine_type="unified",is_streaming="false",model_name="Qwen/Qwen3-8B"} 8.128902e+06
 "#;
     for want in [ttft, running, prompt] {
         assert!(body.contains(want), "missing\n{want}\nin\n{body}");
@@ -305,7 +312,7 @@ sglang:prompt_tokens_total{engine_type="unified",model_name="Qwen/Qwen3-8B"} 8.1
     // Multiprocess mode: no `_created`, no default collectors; the mode-less gauge has a pid.
     assert!(!body.contains("_created") && !body.contains("python_") && !body.contains("process_"));
     assert!(body.contains(
-        r#"sglang:num_retracted_reqs{engine_type="unified",model_name="Qwen/Qwen3-8B",pid="2817",pp_rank="0",tp_rank="0"} 0.0"#
+        r#"sglang:num_retracted_reqs{engine_type="unified",model_name="Qwen/Qwen3-8B",moe_ep_rank="0",pid="2817",pp_rank="0",tp_rank="0"} 0.0"#
     ));
     // Every histogram family starts with `_sum`.
     let lines: Vec<&str> = body.lines().collect();
@@ -332,6 +339,15 @@ fn sglang_tensor_parallel_repeats_scheduler_gauges_not_tokenizer_series() {
     state.set_load(M, load.clone());
     state.record_request(M, 0.3, 1.0, 10, 5);
     state.tensor_parallel = 4;
+    // SGLang 0.5.23 logs from attention-TP rank 0 only...
+    let body = render_engine_metrics(EngineKind::Sglang, &state);
+    let s = parse("sglang tp=4", &body);
+    assert_eq!(
+        values(&s, "sglang:num_queue_reqs", &[("model_name", M)]),
+        [9.0]
+    );
+    // ...unless every scheduler logs.
+    state.sglang.metrics_for_all_schedulers = true;
     let body = render_engine_metrics(EngineKind::Sglang, &state);
     let s = parse("sglang tp=4", &body);
     let queue = values(&s, "sglang:num_queue_reqs", &[("model_name", M)]);
@@ -359,7 +375,7 @@ fn sglang_tensor_parallel_repeats_scheduler_gauges_not_tokenizer_series() {
         [9.0; 4]
     );
     assert!(body.contains(
-        r#"sglang:num_running_reqs{dp_rank="1",engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",pp_rank="0",tp_rank="3"} 7.0"#
+        r#"sglang:num_running_reqs{dp_rank="1",engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",tp_rank="3"} 7.0"#
     ));
     let mut pids: Vec<String> = s
         .iter()
@@ -934,4 +950,505 @@ async fn real_prometheus_scrapes_fakes_and_computes_ttft_quantile() {
         "took {:?}",
         started.elapsed()
     );
+}
+
+// ---- Engines as upstream emits them (issue 11 §3) ---------------------------------------------
+
+const QWEN: &str = "Qwen/Qwen3-8B";
+const SGLANG_PRIORITY_GOLDEN: &str = include_str!("golden/sglang-0.5.23-priority.txt");
+const SGLANG_DP_GOLDEN: &str = include_str!("golden/sglang-0.5.23-dp-attention.txt");
+const VLLM_033_GOLDEN: &str = include_str!("golden/vllm-0.33.0-dp2.txt");
+
+/// The `# HELP`/`# TYPE` lines and samples of family `name`, sorted (multiprocess mode orders
+/// series by file, i.e. arbitrarily).
+fn family_lines(body: &str, name: &str) -> Vec<String> {
+    let mut out: Vec<String> = body
+        .lines()
+        .filter(|l| {
+            l.strip_prefix("# HELP ")
+                .or_else(|| l.strip_prefix("# TYPE "))
+                .unwrap_or(l)
+                .split(['{', ' '])
+                .next()
+                == Some(name)
+        })
+        .map(str::to_owned)
+        .collect();
+    out.sort();
+    out
+}
+
+fn load(waiting: f64, running: f64, kv_cache_usage: f64) -> ModelLoad {
+    ModelLoad {
+        waiting,
+        running,
+        kv_cache_usage,
+    }
+}
+
+/// The golden's priority scheduling: 15 waiting (10 at priority 0, 5 at 5), 10 running.
+fn sglang_priority_state() -> PodState {
+    let mut state = PodState::with_start_time(1.7e9);
+    state.sglang.priority_scheduling = true;
+    state.set_load(QWEN, load(15.0, 10.0, 0.4));
+    state.model_mut(QWEN).priority_breakdown = vec![
+        PriorityLoad {
+            priority: 0,
+            waiting: 10.0,
+            running: 6.0,
+        },
+        PriorityLoad {
+            priority: 5,
+            waiting: 5.0,
+            running: 4.0,
+        },
+    ];
+    state
+}
+
+/// The golden's DP attention: 2 groups × attention-TP 4, EP 8; (12, 5) and (8, 3).
+fn sglang_dp_state() -> PodState {
+    let mut state = PodState::with_start_time(1.7e9);
+    state.tensor_parallel = 4;
+    state.sglang.dp_attention = true;
+    state.sglang.expert_parallel = 8;
+    state.sglang.streaming = true;
+    state.set_engine_load(QWEN, 0, load(12.0, 5.0, 0.25));
+    state.set_engine_load(QWEN, 1, load(8.0, 3.0, 0.75));
+    state
+}
+
+/// The golden's vLLM: engine 0 has 3 waiting for capacity and 2 deferred, engine 1 has 5.
+fn vllm_033_state() -> PodState {
+    let mut state = PodState::with_start_time(1.7e9);
+    state.vllm_033 = true;
+    state.set_engine_load(M, 0, load(3.0, 4.0, 0.5));
+    state.series_mut(M, 0).waiting_deferred = 2.0;
+    state.set_engine_load(M, 1, load(5.0, 6.0, 0.25));
+    state
+}
+
+#[test]
+fn fakes_write_the_engines_own_bytes() {
+    // SGLang 0.5.23, priority scheduling and DP attention: the scheduler families line for line.
+    for (state, golden) in [
+        (sglang_priority_state(), SGLANG_PRIORITY_GOLDEN),
+        (sglang_dp_state(), SGLANG_DP_GOLDEN),
+    ] {
+        let body = render_engine_metrics(EngineKind::Sglang, &state);
+        for family in [
+            "sglang:num_running_reqs",
+            "sglang:num_queue_reqs",
+            "sglang:token_usage",
+        ] {
+            let want = family_lines(golden, family);
+            assert!(want.len() >= 3, "{family} not in the golden");
+            assert_eq!(family_lines(&body, family), want, "{family}");
+        }
+    }
+    // The tokenizer side with `is_streaming`: the golden's streamed request (TTFT 0.15 s, e2e
+    // 1 s, 100 prompt and 10 generated tokens).
+    let mut state = sglang_dp_state();
+    state.record_request(QWEN, 0.15, 1.0, 100, 10);
+    let body = render_engine_metrics(EngineKind::Sglang, &state);
+    let mut compared = 0;
+    for line in SGLANG_DP_GOLDEN
+        .lines()
+        .filter(|l| l.contains(r#"is_streaming="true""#))
+    {
+        assert!(
+            body.lines().any(|l| l == line),
+            "missing {line}\nin\n{body}"
+        );
+        compared += 1;
+    }
+    assert!(compared > 40, "TTFT and e2e buckets, counters: {compared}");
+    assert!(!body.contains(r#"is_streaming="false""#));
+
+    // vLLM 0.33.0, two data-parallel engines: the gauges, contiguous, byte for byte.
+    let block = |body: &str| -> String {
+        let start = body
+            .find("# HELP vllm:num_requests_running ")
+            .expect("running gauge");
+        let end = body
+            .find("# HELP vllm:prefix_cache_queries_total ")
+            .expect("first counter");
+        body[start..end].to_owned()
+    };
+    let state = vllm_033_state();
+    let body = render_engine_metrics(EngineKind::Vllm, &state);
+    assert_eq!(block(&body), block(VLLM_033_GOLDEN));
+    assert!(block(&body).contains(r#"reason="deferred"} 2.0"#));
+    assert!(!body.contains("gpu_cache_usage_perc") && !VLLM_033_GOLDEN.contains("gpu_cache"));
+    assert_eq!(
+        engine_content_type(EngineKind::Vllm, &state),
+        VLLM_033_CONTENT_TYPE
+    );
+    // The default fake is still the older release: no by-reason gauge.
+    let mut older = state.clone();
+    older.vllm_033 = false;
+    assert!(!render_engine_metrics(EngineKind::Vllm, &older).contains("by_reason"));
+}
+
+/// Triton with the TensorRT-LLM backend: 7 waiting, 12 in flight, a 62.5 % KV pool.
+fn triton_trt_llm_state() -> PodState {
+    let mut state = PodState::with_start_time(1.7e9);
+    state.triton_trt_llm = true;
+    state.set_load("tensorrt_llm", load(7.0, 12.0, 0.625));
+    state
+}
+
+#[test]
+fn triton_trt_llm_and_dcgm_variants_have_the_upstream_label_sets() {
+    // `custom_metrics_reporter.cc`'s families through prometheus-cpp (`std::map` label order,
+    // `%.16g` values); Triton's own queue stays empty.
+    let body = render_engine_metrics(EngineKind::Triton, &triton_trt_llm_state());
+    for want in [
+        "# HELP nv_trt_llm_request_metrics TRT LLM request metrics\n# TYPE nv_trt_llm_request_metrics gauge\nnv_trt_llm_request_metrics{model=\"tensorrt_llm\",request_type=\"active\",version=\"1\"} 12\nnv_trt_llm_request_metrics{model=\"tensorrt_llm\",request_type=\"max\",version=\"1\"} 256\nnv_trt_llm_request_metrics{model=\"tensorrt_llm\",request_type=\"scheduled\",version=\"1\"} 12\nnv_trt_llm_request_metrics{model=\"tensorrt_llm\",request_type=\"context\",version=\"1\"} 0\nnv_trt_llm_request_metrics{model=\"tensorrt_llm\",request_type=\"waiting\",version=\"1\"} 7\n",
+        "nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type=\"used\",model=\"tensorrt_llm\",version=\"1\"} 4000\n",
+        "nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type=\"fraction\",model=\"tensorrt_llm\",version=\"1\"} 0.625\n",
+        "nv_inference_pending_request_count{model=\"tensorrt_llm\",version=\"1\"} 0\n",
+        "nv_trt_llm_disaggregated_serving_metrics{disaggregated_serving_type=\"request_count\",model=\"tensorrt_llm\",version=\"1\"} 0\n",
+    ] {
+        assert!(body.contains(want), "missing\n{want}\nin\n{body}");
+    }
+    // Custom families follow Triton's own in each type group.
+    let pos = |needle: &str| body.find(needle).expect(needle);
+    assert!(pos("# TYPE nv_cpu_memory_used_bytes") < pos("# TYPE nv_trt_llm_request_metrics"));
+    assert!(pos("# TYPE nv_energy_consumption") < pos("# TYPE nv_trt_llm_disaggregated_serving"));
+    parse("triton trt-llm", &body);
+
+    // dcgm-exporter on MIG: the instance labels after `modelName`, no GPU_UTIL for an instance.
+    let mig = DcgmGpu::mig(0, 3, "1g.10gb", 0.45, Some(("inference", "vllm-a", "vllm")));
+    let whole = DcgmGpu::new(1, 60, Some(("inference", "vllm-c", "vllm")));
+    let body = render_dcgm_metrics(&[mig.clone(), whole.clone()], "gpu-node-01");
+    let u0 = dcgm_gpu_uuid(0);
+    let line = format!(
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE{{gpu=\"0\",UUID=\"{u0}\",pci_bus_id=\"00000000:18:00.0\",device=\"nvidia0\",modelName=\"NVIDIA H100 80GB HBM3\",GPU_I_PROFILE=\"1g.10gb\",GPU_I_ID=\"3\",Hostname=\"gpu-node-01\",DCGM_FI_DRIVER_VERSION=\"550.90.07\",container=\"vllm\",namespace=\"inference\",pod=\"vllm-a\"}} 0.450000\n"
+    );
+    assert!(body.contains(&line), "missing {line}in\n{body}");
+    let s = parse("dcgm mig", &body);
+    assert_eq!(
+        values(&s, "DCGM_FI_DEV_GPU_UTIL", &[]),
+        [60.0],
+        "none for the instance"
+    );
+    // `--use-old-namespace`.
+    let body = render_dcgm_metrics_old_namespace(&[whole], "gpu-node-01");
+    let u1 = dcgm_gpu_uuid(1);
+    assert!(body.contains(&format!(
+        "DCGM_FI_DEV_GPU_UTIL{{gpu=\"1\",uuid=\"{u1}\",pci_bus_id=\"00000000:2A:00.0\",device=\"nvidia1\",modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"gpu-node-01\",DCGM_FI_DRIVER_VERSION=\"550.90.07\",container_name=\"vllm\",pod_name=\"vllm-c\",pod_namespace=\"inference\"}} 60\n"
+    )));
+    assert!(!body.contains("UUID=") && !body.contains(",pod=\""));
+}
+
+/// `B` from GetMetrics for a trigger over one pod, `T = 1` and (when the engine has R)
+/// `C = 4`: the issue's `B = W + R/4`.
+async fn backlog_of(
+    client: &mut backlog_scaler::proto::external_scaler_client::ExternalScalerClient<
+        tonic::transport::Channel,
+    >,
+    name: &str,
+    engine: &str,
+    url: &str,
+    extra: &[(&str, &str)],
+) -> f64 {
+    let mut md = vec![
+        ("vllmTargets", url),
+        ("engine", engine),
+        ("targetBacklogPerReplica", "1"),
+    ];
+    if engine != "triton" {
+        md.push(("runningPerReplica", "4"));
+    }
+    md.extend_from_slice(extra);
+    let object = common::object(name, &md);
+    client
+        .get_metrics(common::metrics_request(&object, ""))
+        .await
+        .unwrap_or_else(|s| panic!("{name}: {}", s.message()))
+        .into_inner()
+        .metric_values[0]
+        .metric_value_float
+}
+
+/// `/explain`'s entry for trigger `name`.
+async fn explained(
+    server: &backlog_scaler::api::server::RunningServer,
+    name: &str,
+) -> serde_json::Value {
+    let (status, body) = common::http_get(&format!(
+        "http://{}/explain?namespace=default&name={name}",
+        server.http_addr
+    ))
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let json: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+    json["triggers"][0].clone()
+}
+
+#[tokio::test]
+async fn engines_are_counted_as_upstream_emits_them_through_the_server() {
+    let server = common::start_server(Default::default()).await;
+    let mut client = common::client(&server).await;
+
+    // (trigger, engine, what the pod serves, B). Each fake and each golden body written by the
+    // engine's own code; the old reading is in the comment.
+    let goldens = [
+        ("sglang-priority-golden", SGLANG_PRIORITY_GOLDEN),
+        ("sglang-dp-golden", SGLANG_DP_GOLDEN),
+        ("vllm-033-golden", VLLM_033_GOLDEN),
+    ];
+    let cases: [(&str, EngineKind, PodState, Option<&str>, f64); 7] = [
+        // Every series summed: W 30, R 20 → 35.
+        (
+            "sglang-priority",
+            EngineKind::Sglang,
+            sglang_priority_state(),
+            None,
+            17.5,
+        ),
+        (
+            "sglang-priority-golden",
+            EngineKind::Sglang,
+            PodState::default(),
+            Some(goldens[0].1),
+            17.5,
+        ),
+        // tp_rank="0" only: W 12, R 5 → 13.25.
+        (
+            "sglang-dp",
+            EngineKind::Sglang,
+            sglang_dp_state(),
+            None,
+            22.0,
+        ),
+        (
+            "sglang-dp-golden",
+            EngineKind::Sglang,
+            PodState::default(),
+            Some(goldens[1].1),
+            22.0,
+        ),
+        // The total (10, deferred included) → 12.5.
+        (
+            "vllm-033",
+            EngineKind::Vllm,
+            vllm_033_state(),
+            None,
+            8.0 + 10.0 / 4.0,
+        ),
+        (
+            "vllm-033-golden",
+            EngineKind::Vllm,
+            PodState::default(),
+            Some(goldens[2].1),
+            8.0 + 10.0 / 4.0,
+        ),
+        // Triton's pending count (0) → 0.
+        (
+            "triton-trt-llm",
+            EngineKind::Triton,
+            triton_trt_llm_state(),
+            None,
+            7.0,
+        ),
+    ];
+    let mut pods = Vec::new();
+    for (name, kind, state, body, want) in cases {
+        let pod = FakeVllmPod::start_with_state(state).await.expect("pod");
+        pod.set_engine(kind);
+        pod.set_body_override(body.map(str::to_owned));
+        let got = backlog_of(&mut client, name, kind.as_str(), &pod.metrics_url(), &[]).await;
+        assert_eq!(got, want, "{name}");
+        pods.push(pod);
+    }
+
+    // `/explain` says which series were read, next to the numbers it always had.
+    let t = explained(&server, "sglang-dp").await;
+    let pod = &t["sources"][0]["reading"]["pods"][0];
+    assert_eq!(
+        (pod["waiting"].as_f64(), pod["running"].as_f64()),
+        (Some(20.0), Some(8.0))
+    );
+    assert_eq!(
+        pod["read"]["waiting"],
+        "sglang:num_queue_reqs ×2 groups (tp_rank 0,4)"
+    );
+    assert_eq!(t["components"]["waiting"], 20.0);
+    let t = explained(&server, "sglang-priority-golden").await;
+    assert_eq!(
+        t["sources"][0]["reading"]["pods"][0]["read"]["running"],
+        r#"sglang:num_running_reqs{priority=""} ×1 group (tp_rank 0)"#
+    );
+    let t = explained(&server, "vllm-033").await;
+    assert_eq!(
+        t["sources"][0]["reading"]["pods"][0]["read"]["waiting"],
+        r#"vllm:num_requests_waiting_by_reason{reason="capacity"} ×2 series"#
+    );
+    let t = explained(&server, "triton-trt-llm").await;
+    let pod = &t["sources"][0]["reading"]["pods"][0];
+    assert_eq!(
+        pod["read"]["waiting"],
+        r#"nv_trt_llm_request_metrics{request_type="waiting"} ×1 series"#
+    );
+    assert_eq!(
+        (pod["running"].as_f64(), pod["kvCacheUsage"].as_f64()),
+        (Some(12.0), Some(0.625))
+    );
+
+    // DCGM on MIG (no GPU_UTIL for an instance) and with `--use-old-namespace`.
+    let (mig, old) = dcgm_pair().await;
+    let vllm = FakeVllmPod::start().await.expect("pod");
+    vllm.set_load(M, load(3.0, 0.0, 0.1));
+    let dcgm = format!("{},{}", mig.metrics_url(), old.metrics_url());
+    let md = [
+        ("dcgmTargets", dcgm.as_str()),
+        ("podSelectorRegex", "vllm-.*"),
+        ("namespace", "inference"),
+        ("gpuBusyPercent", "90"),
+    ];
+    backlog_of(&mut client, "gpus", "vllm", &vllm.metrics_url(), &md).await;
+    let t = explained(&server, "gpus").await;
+    assert_eq!(t["components"]["gpuUtilization"], 70.0, "{t}");
+    let gpus: Vec<(String, f64, String)> = t["sources"]
+        .as_array()
+        .expect("sources")
+        .iter()
+        .filter_map(|s| s["reading"]["gpus"].as_array())
+        .flatten()
+        .map(|g| {
+            (
+                g["pod"].as_str().unwrap_or_default().to_owned(),
+                g["utilization"].as_f64().unwrap_or(f64::NAN),
+                g["read"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        gpus,
+        [
+            (
+                "vllm-a".to_owned(),
+                45.0,
+                "DCGM_FI_PROF_GR_ENGINE_ACTIVE ×100{pod,namespace} (MIG 1g.10gb, GPU_I_ID 3)"
+                    .to_owned()
+            ),
+            (
+                "vllm-b".to_owned(),
+                95.0,
+                "DCGM_FI_PROF_GR_ENGINE_ACTIVE ×100{pod,namespace} (MIG 1g.10gb, GPU_I_ID 4)"
+                    .to_owned()
+            ),
+            (
+                "vllm-c".to_owned(),
+                60.0,
+                "DCGM_FI_DEV_GPU_UTIL{pod,namespace}".to_owned()
+            ),
+            (
+                "vllm-d".to_owned(),
+                80.0,
+                "DCGM_FI_DEV_GPU_UTIL{pod_name,pod_namespace}".to_owned()
+            ),
+        ]
+    );
+    server.shutdown().await;
+}
+
+/// Two dcgm-exporters: one with two MIG instances of GPU 0 (45 % and 95 % busy) and a whole
+/// GPU 1 at 60 %, one with `--use-old-namespace` and a GPU at 80 %; plus another namespace's
+/// GPU that never counts. Their mean over `vllm-.*` in `inference` is 70.
+async fn dcgm_pair() -> (FakeDcgmExporter, FakeDcgmExporter) {
+    let mig = FakeDcgmExporter::start().await.expect("dcgm");
+    mig.put_gpu(DcgmGpu::mig(
+        0,
+        3,
+        "1g.10gb",
+        0.45,
+        Some(("inference", "vllm-a", "vllm")),
+    ));
+    mig.put_gpu(DcgmGpu::mig(
+        0,
+        4,
+        "1g.10gb",
+        0.95,
+        Some(("inference", "vllm-b", "vllm")),
+    ));
+    mig.set_gpu(1, 60, Some(("inference", "vllm-c", "vllm")));
+    mig.set_gpu(2, 100, Some(("research", "vllm-x", "train")));
+    let old = FakeDcgmExporter::start().await.expect("dcgm");
+    old.set_use_old_namespace(true);
+    old.set_hostname("gpu-node-02");
+    old.set_gpu(0, 80, Some(("inference", "vllm-d", "vllm")));
+    (mig, old)
+}
+
+/// The default PromQL queries over a real Prometheus scraping the same fakes give the numbers
+/// the scrape path gives.
+#[tokio::test]
+async fn default_promql_queries_count_as_the_scrape_path_does() {
+    use backlog_scaler::source::Engine;
+    use backlog_scaler::source::prometheus::DefaultQueries;
+
+    let states = [
+        ("sglang-dp", EngineKind::Sglang, sglang_dp_state()),
+        ("sglang-prio", EngineKind::Sglang, sglang_priority_state()),
+        ("vllm", EngineKind::Vllm, vllm_033_state()),
+        ("triton", EngineKind::Triton, triton_trt_llm_state()),
+    ];
+    let mut pods = Vec::new();
+    let mut targets = Vec::new();
+    for (namespace, kind, state) in states {
+        let pod = FakeVllmPod::start_with_state(state).await.expect("pod");
+        pod.set_engine(kind);
+        targets.push((
+            pod.addr(),
+            vec![
+                ("namespace".to_owned(), namespace.to_owned()),
+                ("pod".to_owned(), format!("{namespace}-0")),
+            ],
+        ));
+        pods.push(pod);
+    }
+    let (mig, old) = dcgm_pair().await;
+    targets.push((mig.addr(), Vec::new()));
+    targets.push((old.addr(), Vec::new()));
+    let prom = PrometheusServer::start_with_labels(&targets, Duration::from_secs(1)).await;
+    prom.wait_for_targets_up(targets.len(), Duration::from_secs(15))
+        .await;
+    prom.wait_for_series(
+        "DCGM_FI_DEV_GPU_UTIL{pod_name=\"vllm-d\"}",
+        Duration::from_secs(10),
+    )
+    .await;
+
+    let one = |rows: Vec<common::prometheus::PromSample>, what: &str| -> f64 {
+        assert_eq!(rows.len(), 1, "{what}: {rows:?}");
+        rows[0].value
+    };
+    for (engine, namespace, waiting, running, replicas) in [
+        (Engine::Sglang, "sglang-dp", 20.0, Some(8.0), 1.0),
+        (Engine::Sglang, "sglang-prio", 15.0, Some(10.0), 1.0),
+        (Engine::Vllm, "vllm", 8.0, Some(10.0), 1.0),
+        (Engine::Triton, "triton", 7.0, None, 1.0),
+    ] {
+        let q = DefaultQueries::new(engine, None, Some(namespace));
+        let w = q.waiting();
+        let got = prom
+            .wait_for_value(&w, Duration::from_secs(10), |v| v == waiting)
+            .await;
+        assert_eq!(got, waiting, "{w}");
+        if let Some(running) = running {
+            let r = q.running().expect("running");
+            assert_eq!(one(prom.query_vector(&r).await, &r), running, "{r}");
+        }
+        let n = q.replicas();
+        assert_eq!(one(prom.query_vector(&n).await, &n), replicas, "{n}");
+    }
+    let kv = DefaultQueries::new(Engine::Sglang, None, Some("sglang-dp"))
+        .kv_cache()
+        .expect("kv");
+    assert_eq!(one(prom.query_vector(&kv).await, &kv), 0.5, "{kv}");
+    let gpu = DefaultQueries::gpu_util(Some("inference"), Some("vllm-.*"));
+    assert_eq!(one(prom.query_vector(&gpu).await, &gpu), 70.0, "{gpu}");
 }

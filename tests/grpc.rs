@@ -286,18 +286,34 @@ async fn malformed_upstream_data_is_unavailable_and_counted_not_zero() {
         .await
         .expect_err("garbage is not a value");
     assert_eq!(status.code(), Code::Unavailable);
+    // The reason names the missing gauge and the skipped line.
     assert!(
-        status
-            .message()
-            .contains("no vllm:num_requests_waiting sample"),
+        status.message().contains("no vllm:num_requests_waiting")
+            && status
+                .message()
+                .contains("(1 malformed lines, first at line 1"),
         "{}",
         status.message()
     );
+    // Counted: the pod's polls are parse errors, and not one is an `ok`.
     let (_, metrics) = http_get(&format!("http://{}/metrics", server.http_addr)).await;
-    assert!(metrics.contains("outcome=\"parse_error\""), "{metrics}");
-    assert!(
-        metrics.contains("backlog_scaler_malformed_lines_total") || metrics.contains("parse_error")
-    );
+    let polls = |outcome: &str| -> f64 {
+        metrics
+            .lines()
+            .filter(|l| {
+                l.starts_with("backlog_scaler_polls_total{")
+                    && l.contains(&pods[0].metrics_url())
+                    && l.contains(&format!("outcome=\"{outcome}\""))
+            })
+            .map(|l| {
+                l.rsplit_once(' ')
+                    .and_then(|(_, v)| v.parse::<f64>().ok())
+                    .expect("a counter value")
+            })
+            .sum()
+    };
+    assert!(polls("parse_error") >= 1.0, "{metrics}");
+    assert_eq!(polls("ok"), 0.0, "{metrics}");
     server.shutdown().await;
 }
 

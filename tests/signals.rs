@@ -304,12 +304,13 @@ async fn every_engine_profile_reads_its_own_exposition() {
                 .await
                 .expect("kv")
                 .into_inner();
-            assert!(
-                t.metric_values[0].metric_value_float >= expected,
-                "{kind:?}"
-            );
+            // D_kv = T·n·kv/kvCacheTarget = 10·1·0.25/0.125 = 20 wins over D = 9.
+            assert_eq!(t.metric_values[0].metric_value_float, 20.0, "{kind:?}");
             let e = explain(&server, &kv.name).await;
             assert_eq!(e["components"]["kvCacheUsage"], 0.25, "{kind:?}: {e:#}");
+            assert_eq!(e["components"]["kvTerm"], 20.0, "{kind:?}: {e:#}");
+            assert_eq!(e["components"]["demand"], expected, "{kind:?}: {e:#}");
+            assert_eq!(e["components"]["driver"], "kvCache", "{kind:?}: {e:#}");
         }
     }
     server.shutdown().await;
@@ -317,7 +318,8 @@ async fn every_engine_profile_reads_its_own_exposition() {
 
 fn object_with_kv(md: &[(&str, &str)]) -> backlog_scaler::proto::ScaledObjectRef {
     let mut md = md.to_vec();
-    md.push(("kvCacheTarget", "0.8"));
+    // 0.125: exact in binary, and low enough that the KV term wins.
+    md.push(("kvCacheTarget", "0.125"));
     let engine = md
         .iter()
         .find(|(k, _)| *k == "engine")
@@ -405,8 +407,17 @@ async fn capacity_policy_reads_arrivals_from_pod_counters() {
         "smoothed arrivals ≈ 20 req/s: {t:#}"
     );
     let value = t["value"].as_f64().expect("value");
-    // D = T·(1.2·λ_peak/μ + 0) ≈ 10·1.2·20/5 = 48 (λ_peak ≥ λ̂).
-    assert!(value >= 10.0 * 1.2 * rate / 5.0 - 1e-9, "{t:#}");
+    // D = T·(1.2·λ_peak/μ + Σ min(1, W_i/(μ·H))) ≈ 10·1.2·20/5 = 48, with
+    // the pods' queues at 0 and λ_peak ≥ λ̂.
+    let terms = &t["components"]["capacity"];
+    let peak = terms["peakRate"].as_f64().expect("peak");
+    assert!(peak >= rate, "{t:#}");
+    assert_eq!(terms["podBacklogTerm"], 0.0, "{t:#}");
+    let expected = 10.0 * (1.2 * peak / 5.0);
+    assert!(
+        (value - expected).abs() <= 1e-9 * expected,
+        "B {value} against T·1.2·λ_peak/μ = {expected}: {t:#}"
+    );
     assert!(
         t["formula"].as_str().is_some_and(|f| f.contains("λ_peak")),
         "{t:#}"
@@ -414,11 +425,15 @@ async fn capacity_policy_reads_arrivals_from_pod_counters() {
     server.shutdown().await;
 }
 
+/// What the stand-in Prometheus saw of one request: the Authorization and
+/// tenant headers, and when it arrived.
+type Recorded = (String, String, Instant);
+
 /// A stand-in Prometheus API that records the Authorization and tenant
 /// headers it is sent and answers every instant query with one sample.
 async fn recording_prometheus() -> (
     std::net::SocketAddr,
-    std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>,
+    std::sync::Arc<std::sync::Mutex<Vec<Recorded>>>,
 ) {
     use axum::http::HeaderMap;
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -429,7 +444,7 @@ async fn recording_prometheus() -> (
             let record = record.clone();
             async move {
                 let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
-                record.lock().expect("lock").push((get("authorization"), get("x-scope-orgid")));
+                record.lock().expect("lock").push((get("authorization"), get("x-scope-orgid"), Instant::now()));
                 axum::Json(serde_json::json!({
                     "status": "success",
                     "data": {"resultType": "vector", "result": [{"metric": {}, "value": [1.0, "3"]}]}
@@ -473,7 +488,7 @@ async fn prometheus_credentials_come_from_the_scaler_profile() {
     assert!(
         recorded
             .iter()
-            .all(|(auth, tenant)| auth == "Bearer tok-123" && tenant == "tenant-a"),
+            .all(|(auth, tenant, _)| auth == "Bearer tok-123" && tenant == "tenant-a"),
         "{recorded:?}"
     );
     let (_, explain) = http_get(&format!("http://{}/explain", server.http_addr)).await;
@@ -504,5 +519,74 @@ async fn prometheus_credentials_come_from_the_scaler_profile() {
         .expect_err("unknown");
     assert_eq!(status.code(), Code::InvalidArgument);
     assert!(status.message().contains("nope"), "{}", status.message());
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_rotated_prometheus_token_file_is_sent_from_the_next_query() {
+    // A projected service-account token: the kubelet replaces the file
+    // before the token expires; the scaler must send the new one without a
+    // restart.
+    let (addr, seen) = recording_prometheus().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let token = dir.path().join("token");
+    std::fs::write(&token, "first-token-aaaa\n").expect("write");
+    let config = ScalerConfig::parse(&format!(
+        "profiles:\n  prom:\n    prometheus:\n      bearerToken: {{file: {}}}\n",
+        token.display()
+    ))
+    .expect("config");
+    let server = start_server(config).await;
+    let mut client = client(&server).await;
+    let url = format!("http://{addr}");
+    let md = [
+        ("prometheusAddress", url.as_str()),
+        ("targetBacklogPerReplica", "10"),
+        ("authProfile", "prom"),
+        ("pollIntervalSeconds", "1"),
+    ];
+    let object = object("rotated", &md);
+    let value = client
+        .get_metrics(metrics_request(&object, ""))
+        .await
+        .expect("value")
+        .into_inner();
+    assert_eq!(value.metric_values[0].metric_value_float, 3.0);
+    let count = || seen.lock().expect("lock").len();
+    std::fs::write(&token, "second-token-bbbbbbbb\n").expect("rotate");
+    let rotated = Instant::now();
+    let rotated_at = count();
+    // Every poller (one per query) polls again within its 1 s interval.
+    eventually(Duration::from_secs(5), || async {
+        let recorded = seen.lock().expect("lock").clone();
+        let after = recorded
+            .iter()
+            .filter(|(_, _, at)| *at > rotated + Duration::from_millis(1500))
+            .count();
+        (after >= 2).then_some(())
+    })
+    .await
+    .expect("queries after the rotation");
+    let recorded = seen.lock().expect("lock").clone();
+    let (old, new) = recorded.split_at(rotated_at);
+    assert!(
+        !old.is_empty()
+            && old
+                .iter()
+                .all(|(auth, _, _)| auth == "Bearer first-token-aaaa"),
+        "{old:?}"
+    );
+    // A query whose reading began just before the write may still carry the
+    // old token; every one received later than 50 ms after it carries the new.
+    let late: Vec<_> = new
+        .iter()
+        .filter(|(_, _, at)| *at > rotated + Duration::from_millis(50))
+        .collect();
+    assert!(late.len() >= 2, "{new:?}");
+    assert!(
+        late.iter()
+            .all(|(auth, _, _)| auth == "Bearer second-token-bbbbbbbb"),
+        "every query after the rotation carries the new token: {new:?}"
+    );
     server.shutdown().await;
 }

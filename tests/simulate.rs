@@ -111,6 +111,57 @@ fn a_saturated_pod_finishes_max_num_seqs_over_the_mean_service_time() {
     );
 }
 
+/// `B` of one reading by the README's formulas (ARCHITECTURE.md §2), from
+/// the pods' gauges and the trigger's settings; only what needs history is
+/// taken from the decision: the TTFT quantile `L` and the capacity policy's
+/// `λ_peak` and `μ`. Defaults as documented: `ttftTolerance` 0.1,
+/// `headroom` 0.2, `drainHorizonSeconds` 30.
+fn formula(
+    policy: PolicyKind,
+    settings: &backlog_scaler::sim::policies::PolicySettings,
+    reading: &backlog_scaler::source::EngineReading,
+    decision: &backlog_scaler::decide::fusion::Decision,
+) -> f64 {
+    let c = &decision.components;
+    let t = settings.target_backlog_per_replica;
+    let n = reading.pods.len() as f64;
+    let w: f64 = reading.pods.iter().map(|p| p.waiting).sum();
+    let r: f64 = reading.pods.iter().map(|p| p.running.unwrap_or(0.0)).sum();
+    assert_eq!(c.waiting, w, "W");
+    assert_eq!(c.running, Some(r), "R");
+    assert_eq!(c.replicas_reporting, reading.pods.len(), "n");
+    let demand = match policy {
+        PolicyKind::Capacity => {
+            let e = c.capacity.expect("capacity terms");
+            let mu = e.drain_rate;
+            assert!(
+                (mu - settings.drain_rate_per_replica).abs() < 1e-3,
+                "μ as configured: {mu}"
+            );
+            let pods: f64 = reading
+                .pods
+                .iter()
+                .map(|p| (p.waiting / (mu * 30.0)).min(1.0))
+                .sum();
+            t * (1.2 * e.peak_rate / mu + pods)
+        }
+        _ => w + t * r / settings.running_per_replica,
+    };
+    assert!(
+        (c.demand - demand).abs() <= 1e-9 * demand.max(1.0),
+        "D {} against {demand}",
+        c.demand
+    );
+    let slo = settings.ttft_slo_seconds;
+    let latency = match c.ttft_seconds {
+        Some(l) if settings.scaler_ttft_guard && w > 0.0 && l > slo * 1.1 => {
+            t * n * (l / slo).min(2.0)
+        }
+        _ => 0.0,
+    };
+    demand.max(latency)
+}
+
 #[test]
 fn the_simulator_and_the_server_decide_the_same_b() {
     let config = SimConfig::default();
@@ -134,6 +185,17 @@ fn the_simulator_and_the_server_decide_the_same_b() {
             let direct = decide_engine(&spec, &call.reading, at, &mut memory);
             assert_eq!(direct, call.decision, "{policy:?} at t={}", call.t);
             let decision = direct.expect("decides");
+            // And B is the documented formula of this reading, computed
+            // here from the pods' gauges and the trigger's settings (so a
+            // wrong term in decide_engine fails, not only a simulator that
+            // calls something else).
+            let expected = formula(policy, &config.policy, &call.reading, &decision);
+            assert!(
+                (decision.backlog - expected).abs() <= 1e-9 * expected.max(1.0),
+                "{policy:?} at t={}: B {} against the formula's {expected}: {decision:?}",
+                call.t,
+                decision.backlog
+            );
             moved |= decision.backlog > 0.0;
             assert_eq!(
                 decision.components.capacity.is_some(),

@@ -5,6 +5,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use crate::decide::freshness::Evaluation;
 use crate::decide::fusion::{Components, Driver, FusionParams, GpuAction, Policy};
 use crate::runtime::cache::{Status, TriggerEntry};
 use crate::source::Reading;
@@ -27,7 +28,8 @@ pub struct TriggerExplain {
     pub name: String,
     /// Metric name served to KEDA.
     pub metric_name: String,
-    /// `ok`, `degraded` (a failing source's last good value is held),
+    /// `ok`, `degraded` (a failing source's last good value is held, or a
+    /// `dns+` name answers no addresses while the other targets answer),
     /// `unavailable` (GetMetrics answers UNAVAILABLE) or `pending`.
     pub state: &'static str,
     /// Why the state is not `ok`.
@@ -187,6 +189,25 @@ fn guards_text(params: &FusionParams, c: &Components, backlog: f64) -> String {
     text
 }
 
+/// Why a ready evaluation is degraded: a failing source held, a `dns+`
+/// name with no addresses among answering targets, or both.
+fn degraded_reason(evaluation: &Evaluation) -> String {
+    let mut reasons = Vec::new();
+    if evaluation.signals.iter().any(|s| s.state.failing()) {
+        reasons.push(
+            "a source is failing; its last good reading is held until maxSignalAgeSeconds"
+                .to_owned(),
+        );
+    }
+    if !evaluation.empty_names.is_empty() {
+        reasons.push(format!(
+            "{}: the DNS name has no addresses while the other targets answer; pods behind it, if any, are not counted",
+            evaluation.empty_names.join(", ")
+        ));
+    }
+    reasons.join("; ")
+}
+
 impl TriggerExplain {
     /// Explain `entry` as of `now`.
     pub fn of(entry: &TriggerEntry, now: Instant) -> TriggerExplain {
@@ -236,10 +257,7 @@ impl TriggerExplain {
                     "ok"
                 };
                 if evaluation.degraded {
-                    explain.reason = Some(
-                        "a source is failing; its last good reading is held until maxSignalAgeSeconds"
-                            .to_owned(),
-                    );
+                    explain.reason = Some(degraded_reason(&evaluation));
                 }
                 explain.value = Some(decision.backlog);
                 explain.active = Some(decision.active);

@@ -52,8 +52,12 @@ pub struct SignalReport {
 pub struct Evaluation {
     /// The outcome.
     pub status: Status,
-    /// A source is failing and its last good reading is held.
+    /// A source is failing and its last good reading is held, or some
+    /// pods may be missing (`empty_names`).
     pub degraded: bool,
+    /// `dns+` names that answered no addresses while the trigger's other
+    /// targets answered: if that name has pods, they are not counted.
+    pub empty_names: Vec<String>,
     /// Per source, what the evaluation saw.
     pub signals: Vec<SignalReport>,
     /// When it was computed.
@@ -66,6 +70,7 @@ impl Evaluation {
         Evaluation {
             status: Status::Pending,
             degraded: false,
+            empty_names: Vec::new(),
             signals: Vec::new(),
             evaluated_at: wall,
         }
@@ -165,6 +170,8 @@ pub fn evaluate(
         oldest = Some(oldest.map_or(good.at, |o| o.min(good.at)));
         fresh.push((&report.source, &good.value, good.at));
     }
+    let empty_names = partial_discovery(spec, &fresh);
+    degraded |= !empty_names.is_empty();
     let status = if let Some(reason) = Unavailable::from_problems(problems) {
         Status::Unavailable(reason)
     } else if pending {
@@ -182,8 +189,25 @@ pub fn evaluate(
     Evaluation {
         status,
         degraded,
+        empty_names,
         signals,
         evaluated_at: wall,
+    }
+}
+
+/// The scrape's `dns+` names that answered no addresses while other
+/// targets gave pods. All names empty is zero pods (with a broker) or a
+/// lost signal (without, [`Unavailable::NoAddresses`]); one empty among
+/// answering targets is neither: the reading goes on, flagged degraded.
+fn partial_discovery(spec: &TriggerSpec, fresh: &Fresh<'_>) -> Vec<String> {
+    let Some(EngineInput::Scrape(source)) = &spec.engine else {
+        return Vec::new();
+    };
+    match lookup(fresh, &SourceSpec::Engine(source.clone())) {
+        Some((Reading::Engine(reading), _)) if !reading.pods.is_empty() => {
+            reading.empty_discovery.clone()
+        }
+        _ => Vec::new(),
     }
 }
 
@@ -204,8 +228,8 @@ fn assemble(
     fresh: &Fresh<'_>,
     memory: &mut TriggerMemory,
 ) -> Result<Signals, Unavailable> {
-    let broker_backlog = match &spec.broker {
-        None => None,
+    let (broker_backlog, broker_activation) = match &spec.broker {
+        None => (None, None),
         Some(broker) => {
             let key = SourceSpec::Broker(broker.source.clone());
             let Some((Reading::Broker(reading), _)) = lookup(fresh, &key) else {
@@ -217,12 +241,16 @@ fn assemble(
             // Kafka without allowIdleConsumers: a consumer per partition at
             // most, so w·Q never asks for more than T × partitions (KEDA's
             // kafka scaler caps the same way).
-            Some(match reading.partitions {
+            let capped = match reading.partitions {
                 Some(partitions) => {
                     weighted.min(spec.fusion.target_per_replica * partitions as f64)
                 }
                 None => weighted,
-            })
+            };
+            // Activation counts the lag as KEDA's IsActive does: persistent
+            // lag included, no cap.
+            let activation = broker.message_weight * reading.activation_messages().max(0.0);
+            (Some(capped), Some(activation))
         }
     };
     let mut signals = match &spec.engine {
@@ -247,6 +275,7 @@ fn assemble(
         Some(EngineInput::Prometheus(queries)) => prometheus_signals(spec, queries, fresh)?,
     };
     signals.broker_backlog = broker_backlog;
+    signals.broker_activation = broker_activation;
     signals.gpu_utilization = match &spec.gpu {
         None => None,
         Some(GpuInput::Scrape(source)) => {
@@ -353,6 +382,7 @@ fn engine_signals(
         gpu_utilization: None,
         capacity,
         broker_backlog: None,
+        broker_activation: None,
     })
 }
 
@@ -431,6 +461,7 @@ fn prometheus_signals(
         gpu_utilization: None,
         capacity: None,
         broker_backlog: None,
+        broker_activation: None,
     })
 }
 
@@ -500,5 +531,7 @@ fn single_value(
     }
 }
 
+#[cfg(test)]
+mod activation_tests;
 #[cfg(test)]
 mod tests;

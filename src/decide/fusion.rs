@@ -8,8 +8,15 @@
 //! D_lat  = (S set, L > S·(1+tol), work waiting) ? T·n·min(L/S, 2) : 0
 //! D_kv   = (kvCacheTarget set) ? T·n·kv/kvCacheTarget : 0
 //! B      = max(D, D_lat, D_kv), then the GPU guard
-//! active = B > A            (strictly, as KEDA's activation thresholds)
+//! active = B' > A           (strictly, as KEDA's activation thresholds)
 //! ```
+//!
+//! `B'` is `B`, except that the broker term counts what KEDA's own scaler
+//! counts for activation: Kafka's lag including persistent lag
+//! (`excludePersistentLag` leaves it out of `B` only) and before the
+//! partition cap, as KEDA's IsActive compares `totalLagWithPersistent`.
+//! Without that, a group stuck on one partition would never wake a
+//! Deployment at zero replicas.
 //!
 //! `T·R/C` turns running requests into the same unit as waiting ones: a pod
 //! running a full batch of `C` counts as one replica's worth (`T`) of work.
@@ -54,6 +61,10 @@ pub struct Signals {
     /// `w·Q`: broker backlog in requests-equivalent (already capped at
     /// `T × partitions` for Kafka without idle consumers).
     pub broker_backlog: Option<f64>,
+    /// `w·Q` as activation counts it: Kafka's lag including persistent
+    /// lag, uncapped (KEDA's IsActive reads `totalLagWithPersistent`).
+    /// `None`, or equal to `broker_backlog`: activation counts `B` itself.
+    pub broker_activation: Option<f64>,
 }
 
 /// Which term set `B` before the GPU guard.
@@ -95,6 +106,10 @@ pub struct Components {
     /// `w·Q`, when a broker is configured (backlog policy adds it to `D`;
     /// capacity adds `T·w·Q/(μ·H)`, a central queue with no per-pod cap).
     pub broker_term: Option<f64>,
+    /// `w·Q` as activation counted it, when that differs from
+    /// `broker_term`: Kafka's lag with persistent lag, before the cap.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub activation_broker_term: Option<f64>,
     /// `L`, seconds.
     pub ttft_seconds: Option<f64>,
     /// `D_lat`, when the guard is configured (0 when it did not fire).
@@ -119,8 +134,11 @@ pub struct Components {
 pub struct Decision {
     /// `B`, the metric value KEDA receives.
     pub backlog: f64,
-    /// `B > A`.
+    /// `B' > A`: what IsActive answers.
     pub active: bool,
+    /// `B'`, the value compared with `A`: `B`, or `B` recomputed with the
+    /// broker term activation counts (`Components::activation_broker_term`).
+    pub activation_value: f64,
     /// `ceil(B / T)`: what an HPA with an AverageValue target of `T` asks for
     /// (before its min/max bounds and tolerance). For explanation only.
     pub desired_replicas: u64,
@@ -132,6 +150,28 @@ pub struct Decision {
 /// inputs (which sources reject before this point) are read as 0 rather than
 /// allowed to poison the result.
 pub fn fuse(params: &FusionParams, signals: &Signals) -> Decision {
+    let mut decision = fuse_once(params, signals);
+    let Some(activation_term) = signals.broker_activation.map(sanitize) else {
+        return decision;
+    };
+    if decision.components.broker_term == Some(activation_term) {
+        return decision;
+    }
+    // The same formula with the broker term activation counts; never below
+    // `B` (activation counts at least what scaling does).
+    let counted = Signals {
+        broker_backlog: Some(activation_term),
+        broker_activation: None,
+        ..*signals
+    };
+    let value = fuse_once(params, &counted).backlog.max(decision.backlog);
+    decision.activation_value = value;
+    decision.active = value > params.activation_backlog;
+    decision.components.activation_broker_term = Some(activation_term);
+    decision
+}
+
+fn fuse_once(params: &FusionParams, signals: &Signals) -> Decision {
     let t = params.target_per_replica;
     let n = signals.replicas_reporting as f64;
     let waiting = sanitize(signals.waiting);
@@ -200,6 +240,7 @@ pub fn fuse(params: &FusionParams, signals: &Signals) -> Decision {
     Decision {
         backlog,
         active: backlog > params.activation_backlog,
+        activation_value: backlog,
         desired_replicas: desired_replicas(backlog, t),
         components: Components {
             waiting,
@@ -208,6 +249,7 @@ pub fn fuse(params: &FusionParams, signals: &Signals) -> Decision {
             demand,
             capacity,
             broker_term,
+            activation_broker_term: None,
             ttft_seconds: ttft,
             latency_term,
             kv_cache_usage: kv,

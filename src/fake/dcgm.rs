@@ -3,8 +3,10 @@
 //!
 //! Rules reproduced: `# HELP` / `# TYPE` then one line per GPU (index order), families back to
 //! back with no blank line; labels `gpu`, `UUID`, `pci_bus_id`, `device`, `modelName`,
+//! (`GPU_I_PROFILE`, `GPU_I_ID` for a MIG instance, which has no `DCGM_FI_DEV_GPU_UTIL`),
 //! `Hostname`, `DCGM_FI_DRIVER_VERSION`, then `container`, `namespace`, `pod` **only** for a GPU
-//! mapped to a pod (Kubernetes mode); no space after commas; int64 fields `%d`, double fields `%f`
+//! mapped to a pod (Kubernetes mode; `--use-old-namespace` writes `uuid` and `container_name`,
+//! `pod_name`, `pod_namespace`); no space after commas; int64 fields `%d`, double fields `%f`
 //! (six decimals); counters keep their bare name (no `_total`); label values are not escaped (Go
 //! `text/template`); the response has no explicit `Content-Type`, so Go sniffs
 //! `text/plain; charset=utf-8`, plus `X-Content-Type-Options: nosniff`. Family order follows a Go
@@ -28,298 +30,74 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
+use super::dcgm_gpu::{
+    DCGM_CONTENT_TYPE, DCGM_DEFAULT_HOSTNAME, DCGM_DRIVER_VERSION, DCGM_MODEL_NAME, DcgmGpu,
+    FAMILIES, Field,
+};
 use super::format::write_go_f;
 use super::http::Endpoint;
 use super::rng::Rng;
 
-/// The `Content-Type` Go's sniffing gives dcgm-exporter's answer.
-pub const DCGM_CONTENT_TYPE: &str = "text/plain; charset=utf-8";
-/// `modelName` of every fake GPU.
-pub const DCGM_MODEL_NAME: &str = "NVIDIA H100 80GB HBM3";
-/// `DCGM_FI_DRIVER_VERSION` of every fake GPU.
-pub const DCGM_DRIVER_VERSION: &str = "550.90.07";
-/// Default `Hostname` label.
-pub const DCGM_DEFAULT_HOSTNAME: &str = "gpu-node-01";
-/// H100 80GB HBM3 frame buffer, MiB (`FB_FREE + FB_USED + FB_RESERVED`).
-pub const DCGM_FB_TOTAL_MIB: u64 = 81_559;
-/// `DCGM_FI_DEV_FB_RESERVED`, MiB.
-const FB_RESERVED_MIB: u64 = 591;
-/// What vLLM's `--gpu-memory-utilization 0.9` leaves allocated, MiB.
-const FB_USED_BY_ENGINE_MIB: u64 = 73_403;
-
-/// The pod a GPU is assigned to (the exporter's `container`, `namespace`, `pod` attributes).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DcgmPod {
-    /// `namespace` label.
-    pub namespace: String,
-    /// `pod` label.
-    pub pod: String,
-    /// `container` label.
-    pub container: String,
-}
-
-/// One GPU's sampled fields. [`DcgmGpu::new`] derives everything from the utilization; tests
-/// may then overwrite single fields ([`FakeDcgmExporter::update_gpu`]).
-#[derive(Debug, Clone, PartialEq)]
-pub struct DcgmGpu {
-    /// `gpu` label: the device index.
-    pub index: u32,
-    /// `DCGM_FI_DEV_GPU_UTIL`: integer percent 0–100.
-    pub util_percent: u32,
-    /// `DCGM_FI_PROF_GR_ENGINE_ACTIVE`: ratio 0–1 (`%f`).
-    pub gr_engine_active: f64,
-    /// `DCGM_FI_PROF_PIPE_TENSOR_ACTIVE`: ratio 0–1.
-    pub tensor_active: f64,
-    /// `DCGM_FI_PROF_DRAM_ACTIVE`: ratio 0–1.
-    pub dram_active: f64,
-    /// `DCGM_FI_DEV_FB_USED`, MiB (`FB_FREE` is what is left of [`DCGM_FB_TOTAL_MIB`]).
-    pub fb_used_mib: u64,
-    /// `DCGM_FI_DEV_POWER_USAGE`, W (`%f`).
-    pub power_watts: f64,
-    /// The pod holding the GPU; `None` renders no pod attributes at all.
-    pub pod: Option<DcgmPod>,
-}
-
-impl DcgmGpu {
-    /// A GPU at `util_percent` (clamped to 100), optionally assigned to
-    /// `(namespace, pod, container)`. Derived: engine activity 0.93 × util, tensor 0.38 × that,
-    /// DRAM 0.55 × that, power 69.817 W + 6.12 W per percent, and 73403 MiB used when assigned.
-    pub fn new(index: u32, util_percent: u32, pod: Option<(&str, &str, &str)>) -> DcgmGpu {
-        let util_percent = util_percent.min(100);
-        let util = f64::from(util_percent) / 100.0;
-        let gr = util * 0.93;
-        DcgmGpu {
-            index,
-            util_percent,
-            gr_engine_active: gr,
-            tensor_active: gr * 0.38,
-            dram_active: gr * 0.55,
-            fb_used_mib: if pod.is_some() {
-                FB_USED_BY_ENGINE_MIB
-            } else {
-                0
-            },
-            power_watts: 69.817 + 6.12 * f64::from(util_percent),
-            pod: pod.map(|(namespace, pod, container)| DcgmPod {
-                namespace: namespace.to_owned(),
-                pod: pod.to_owned(),
-                container: container.to_owned(),
-            }),
-        }
-    }
-
-    /// The `UUID` label, [`dcgm_gpu_uuid`] of the index.
-    pub fn uuid(&self) -> String {
-        dcgm_gpu_uuid(self.index)
-    }
-
-    /// The `pci_bus_id` label, e.g. `00000000:18:00.0`.
-    pub fn pci_bus_id(&self) -> String {
-        const BUSES: [u8; 8] = [0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB];
-        let bus = BUSES
-            .get(self.index as usize)
-            .copied()
-            .unwrap_or_else(|| (self.index as u8).wrapping_mul(0x11));
-        format!("00000000:{bus:02X}:00.0")
-    }
-}
-
-/// The deterministic `GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` UUID of GPU `index`; the fake
-/// Triton's `gpu_uuid` labels use the same function, so both fakes name the same GPUs.
-pub fn dcgm_gpu_uuid(index: u32) -> String {
-    let mut rng = Rng::new(0x6470_5555_4944_0000 ^ u64::from(index));
-    let (a, b) = (rng.next_u64(), rng.next_u64());
-    format!(
-        "GPU-{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
-        a >> 32,
-        (a >> 16) & 0xffff,
-        a & 0xffff,
-        b >> 48,
-        b & 0xffff_ffff_ffff
-    )
-}
-
-enum Field {
-    Int(fn(&DcgmGpu) -> i64),
-    Double(fn(&DcgmGpu) -> f64),
-}
-
-/// (field, prometheus type, help, value), in the default CSV's order.
-const FAMILIES: &[(&str, &str, &str, Field)] = &[
-    (
-        "DCGM_FI_DEV_SM_CLOCK",
-        "gauge",
-        "SM clock frequency (in MHz).",
-        Field::Int(|g| if g.util_percent > 0 { 1980 } else { 345 }),
-    ),
-    (
-        "DCGM_FI_DEV_MEM_CLOCK",
-        "gauge",
-        "Memory clock frequency (in MHz).",
-        Field::Int(|_| 2619),
-    ),
-    (
-        "DCGM_FI_DEV_MEMORY_TEMP",
-        "gauge",
-        "Memory temperature (in C).",
-        Field::Int(|g| 31 + i64::from(g.util_percent) * 15 / 100),
-    ),
-    (
-        "DCGM_FI_DEV_GPU_TEMP",
-        "gauge",
-        "GPU temperature (in C).",
-        Field::Int(|g| 28 + i64::from(g.util_percent) * 40 / 100),
-    ),
-    (
-        "DCGM_FI_DEV_POWER_USAGE",
-        "gauge",
-        "Power draw (in W).",
-        Field::Double(|g| g.power_watts),
-    ),
-    (
-        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
-        "counter",
-        "Total energy consumption since boot (in mJ).",
-        Field::Int(|g| 9_876_543_210 + i64::from(g.index) * 1_000_003),
-    ),
-    (
-        "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
-        "counter",
-        "Total number of PCIe retries.",
-        Field::Int(|_| 0),
-    ),
-    (
-        "DCGM_FI_DEV_GPU_UTIL",
-        "gauge",
-        "GPU utilization (in %).",
-        Field::Int(|g| i64::from(g.util_percent)),
-    ),
-    (
-        "DCGM_FI_DEV_MEM_COPY_UTIL",
-        "gauge",
-        "Memory utilization (in %).",
-        Field::Int(|g| i64::from(g.util_percent) * 45 / 100),
-    ),
-    (
-        "DCGM_FI_DEV_ENC_UTIL",
-        "gauge",
-        "Encoder utilization (in %).",
-        Field::Int(|_| 0),
-    ),
-    (
-        "DCGM_FI_DEV_DEC_UTIL",
-        "gauge",
-        "Decoder utilization (in %).",
-        Field::Int(|_| 0),
-    ),
-    (
-        "DCGM_FI_DEV_FB_FREE",
-        "gauge",
-        "Framebuffer memory free (in MiB).",
-        Field::Int(|g| {
-            DCGM_FB_TOTAL_MIB
-                .saturating_sub(FB_RESERVED_MIB)
-                .saturating_sub(g.fb_used_mib) as i64
-        }),
-    ),
-    (
-        "DCGM_FI_DEV_FB_USED",
-        "gauge",
-        "Framebuffer memory used (in MiB).",
-        Field::Int(|g| g.fb_used_mib as i64),
-    ),
-    (
-        "DCGM_FI_DEV_FB_RESERVED",
-        "gauge",
-        "Framebuffer memory reserved (in MiB).",
-        Field::Int(|_| FB_RESERVED_MIB as i64),
-    ),
-    (
-        "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",
-        "gauge",
-        "Total number of NVLink bandwidth counters for all lanes.",
-        Field::Int(|_| 0),
-    ),
-    (
-        "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
-        "counter",
-        "Number of remapped rows for uncorrectable errors",
-        Field::Int(|_| 0),
-    ),
-    (
-        "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
-        "counter",
-        "Number of remapped rows for correctable errors",
-        Field::Int(|_| 0),
-    ),
-    (
-        "DCGM_FI_DEV_ROW_REMAP_FAILURE",
-        "gauge",
-        "Whether remapping of rows has failed",
-        Field::Int(|_| 0),
-    ),
-    (
-        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
-        "gauge",
-        "Ratio of time the graphics engine is active.",
-        Field::Double(|g| g.gr_engine_active),
-    ),
-    (
-        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
-        "gauge",
-        "Ratio of cycles the tensor (HMMA) pipe is active.",
-        Field::Double(|g| g.tensor_active),
-    ),
-    (
-        "DCGM_FI_PROF_DRAM_ACTIVE",
-        "gauge",
-        "Ratio of cycles the device memory interface is active sending or receiving data.",
-        Field::Double(|g| g.dram_active),
-    ),
-    (
-        "DCGM_FI_PROF_PCIE_TX_BYTES",
-        "gauge",
-        "The rate of data transmitted over the PCIe bus - including both protocol headers and data payloads - in bytes per second.",
-        Field::Int(|g| 1_048_576 + i64::from(g.util_percent) * 262_144),
-    ),
-    (
-        "DCGM_FI_PROF_PCIE_RX_BYTES",
-        "gauge",
-        "The rate of data received over the PCIe bus - including both protocol headers and data payloads - in bytes per second.",
-        Field::Int(|g| 2_097_152 + i64::from(g.util_percent) * 131_072),
-    ),
-];
-
 /// Render dcgm-exporter's body for `gpus` (sorted by index here) on node `hostname`, families in
 /// the default CSV's order.
 pub fn render_dcgm_metrics(gpus: &[DcgmGpu], hostname: &str) -> String {
-    render_ordered(gpus, hostname, None)
+    render_ordered(gpus, hostname, None, false)
+}
+
+/// [`render_dcgm_metrics`] with `--use-old-namespace`: `uuid` for `UUID`, and the pod
+/// attributes `container_name`, `pod_name`, `pod_namespace`.
+pub fn render_dcgm_metrics_old_namespace(gpus: &[DcgmGpu], hostname: &str) -> String {
+    render_ordered(gpus, hostname, None, true)
 }
 
 /// `shuffle`: a seed to permute the family order with, as a Go map iteration would.
-fn render_ordered(gpus: &[DcgmGpu], hostname: &str, shuffle: Option<u64>) -> String {
+fn render_ordered(
+    gpus: &[DcgmGpu],
+    hostname: &str,
+    shuffle: Option<u64>,
+    old_namespace: bool,
+) -> String {
     let mut gpus: Vec<&DcgmGpu> = gpus.iter().collect();
-    gpus.sort_by_key(|g| g.index);
+    gpus.sort_by_key(|g| (g.index, g.mig.as_ref().map(|m| m.instance)));
+    let uuid_label = if old_namespace { "uuid" } else { "UUID" };
     // The fixed label prefix of each GPU, computed once.
     let prefixes: Vec<String> = gpus
         .iter()
         .map(|g| {
             let mut p = format!(
-                "gpu=\"{i}\",UUID=\"{uuid}\",pci_bus_id=\"{bus}\",device=\"nvidia{i}\",modelName=\"{DCGM_MODEL_NAME}\"",
+                "gpu=\"{i}\",{uuid_label}=\"{uuid}\",pci_bus_id=\"{bus}\",device=\"nvidia{i}\",modelName=\"{DCGM_MODEL_NAME}\"",
                 i = g.index,
                 uuid = g.uuid(),
                 bus = g.pci_bus_id(),
             );
+            if let Some(mig) = &g.mig {
+                let _ = write!(
+                    p,
+                    ",GPU_I_PROFILE=\"{}\",GPU_I_ID=\"{}\"",
+                    mig.profile, mig.instance
+                );
+            }
             if !hostname.is_empty() {
                 let _ = write!(p, ",Hostname=\"{hostname}\"");
             }
             let _ = write!(p, ",DCGM_FI_DRIVER_VERSION=\"{DCGM_DRIVER_VERSION}\"");
-            if let Some(pod) = &g.pod {
-                let _ = write!(
-                    p,
-                    ",container=\"{}\",namespace=\"{}\",pod=\"{}\"",
-                    pod.container, pod.namespace, pod.pod
-                );
+            match (&g.pod, old_namespace) {
+                (Some(pod), false) => {
+                    let _ = write!(
+                        p,
+                        ",container=\"{}\",namespace=\"{}\",pod=\"{}\"",
+                        pod.container, pod.namespace, pod.pod
+                    );
+                }
+                // Byte-sorted attributes: container_name, pod_name, pod_namespace.
+                (Some(pod), true) => {
+                    let _ = write!(
+                        p,
+                        ",container_name=\"{}\",pod_name=\"{}\",pod_namespace=\"{}\"",
+                        pod.container, pod.pod, pod.namespace
+                    );
+                }
+                (None, _) => {}
             }
             p
         })
@@ -340,6 +118,9 @@ fn render_ordered(gpus: &[DcgmGpu], hostname: &str, shuffle: Option<u64>) -> Str
         let (name, kind, help, field) = &FAMILIES[idx];
         let _ = write!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n");
         for (g, prefix) in gpus.iter().zip(&prefixes) {
+            if g.mig.is_some() && *name == "DCGM_FI_DEV_GPU_UTIL" {
+                continue;
+            }
             let _ = write!(out, "{name}{{{prefix}}} ");
             match field {
                 Field::Int(get) => {
@@ -354,8 +135,10 @@ fn render_ordered(gpus: &[DcgmGpu], hostname: &str, shuffle: Option<u64>) -> Str
 }
 
 struct Shared {
-    gpus: Mutex<BTreeMap<u32, DcgmGpu>>,
+    /// By (GPU index, MIG instance).
+    gpus: Mutex<BTreeMap<(u32, Option<u32>), DcgmGpu>>,
     hostname: Mutex<String>,
+    old_namespace: AtomicBool,
     shuffle: AtomicBool,
     status_override: Mutex<Option<u16>>,
     scrapes: AtomicU64,
@@ -368,7 +151,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Shared {
     fn render(&self, shuffle: Option<u64>) -> String {
         let gpus: Vec<DcgmGpu> = lock(&self.gpus).values().cloned().collect();
-        render_ordered(&gpus, &lock(&self.hostname), shuffle)
+        let old_namespace = self.old_namespace.load(Ordering::Relaxed);
+        render_ordered(&gpus, &lock(&self.hostname), shuffle, old_namespace)
     }
 }
 
@@ -385,6 +169,7 @@ impl FakeDcgmExporter {
         let shared = Arc::new(Shared {
             gpus: Mutex::new(BTreeMap::new()),
             hostname: Mutex::new(DCGM_DEFAULT_HOSTNAME.to_owned()),
+            old_namespace: AtomicBool::new(false),
             shuffle: AtomicBool::new(true),
             status_override: Mutex::new(None),
             scrapes: AtomicU64::new(0),
@@ -411,20 +196,33 @@ impl FakeDcgmExporter {
     /// `(namespace, pod, container)`. Replacing discards earlier [`update_gpu`](Self::update_gpu)
     /// overrides.
     pub fn set_gpu(&self, index: u32, util_percent: u32, pod: Option<(&str, &str, &str)>) {
-        lock(&self.shared.gpus).insert(index, DcgmGpu::new(index, util_percent, pod));
+        lock(&self.shared.gpus).insert((index, None), DcgmGpu::new(index, util_percent, pod));
     }
 
     /// Change GPU `index` in place (created idle and unassigned if absent).
     pub fn update_gpu(&self, index: u32, f: impl FnOnce(&mut DcgmGpu)) {
         let mut gpus = lock(&self.shared.gpus);
         f(gpus
-            .entry(index)
+            .entry((index, None))
             .or_insert_with(|| DcgmGpu::new(index, 0, None)));
     }
 
-    /// Remove GPU `index` (its series vanish, as when DCGM returns blanks).
+    /// Add or replace a GPU or MIG instance as given (keyed by index and MIG instance).
+    pub fn put_gpu(&self, gpu: DcgmGpu) {
+        let key = (gpu.index, gpu.mig.as_ref().map(|m| m.instance));
+        lock(&self.shared.gpus).insert(key, gpu);
+    }
+
+    /// Remove GPU `index` and its MIG instances (their series vanish, as when DCGM returns
+    /// blanks).
     pub fn remove_gpu(&self, index: u32) {
-        lock(&self.shared.gpus).remove(&index);
+        lock(&self.shared.gpus).retain(|(i, _), _| *i != index);
+    }
+
+    /// `--use-old-namespace` (default off): `uuid`, `container_name`, `pod_name`,
+    /// `pod_namespace`.
+    pub fn set_use_old_namespace(&self, old: bool) {
+        self.shared.old_namespace.store(old, Ordering::Relaxed);
     }
 
     /// The GPUs, by index.

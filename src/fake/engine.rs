@@ -9,15 +9,15 @@
 //! | engine | gauges from [`ModelLoad`](super::ModelLoad) | TTFT-like histogram |
 //! |---|---|---|
 //! | vLLM | `vllm:num_requests_{waiting,running}`, `vllm:kv_cache_usage_perc` | `vllm:time_to_first_token_seconds` |
-//! | SGLang | `sglang:num_queue_reqs`, `sglang:num_running_reqs`, `sglang:token_usage` (one series per TP rank) | `sglang:time_to_first_token_seconds` (SGLang bounds) |
-//! | Triton | `nv_inference_pending_request_count` (no running gauge exists) | `nv_inference_first_response_histogram_ms` (ms, opt-in) |
+//! | SGLang | `sglang:num_queue_reqs`, `sglang:num_running_reqs`, `sglang:token_usage` (per logging scheduler; priorities, DP attention: [`SglangOptions`](super::SglangOptions)) | `sglang:time_to_first_token_seconds` (SGLang bounds) |
+//! | Triton | `nv_inference_pending_request_count` (no running gauge exists); with TensorRT-LLM `nv_trt_llm_request_metrics`, `nv_trt_llm_kv_cache_block_metrics` | `nv_inference_first_response_histogram_ms` (ms, opt-in) |
 //! | TGI | `tgi_queue_size`, `tgi_batch_current_size`, `tgi_batch_current_max_tokens` (KV × `tgi_batch_max_total_tokens`) | none; `tgi_request_queue_duration` holds the TTFT |
 //!
 //! Engines without vLLM's data-parallel `engine` label (SGLang's tokenizer side, Triton, TGI)
 //! merge a model's engine series; TGI, which has no model label, merges everything.
 
 use super::state::PodState;
-use super::vllm::{VLLM_CONTENT_TYPE, render_vllm_metrics};
+use super::vllm::{VLLM_033_CONTENT_TYPE, VLLM_CONTENT_TYPE, render_vllm_metrics};
 use super::{sglang, tgi, triton};
 
 /// SGLang's `Content-Type` when the scraper gets classic text (`make_asgi_app` negotiates; the
@@ -80,6 +80,15 @@ impl EngineKind {
 impl std::fmt::Display for EngineKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// The `Content-Type` `kind`'s server sends for `state`: [`EngineKind::content_type`], except
+/// vLLM 0.33's ([`PodState::vllm_033`]), whose prometheus_client 0.26 says `version=1.0.0`.
+pub fn engine_content_type(kind: EngineKind, state: &PodState) -> &'static str {
+    match kind {
+        EngineKind::Vllm if state.vllm_033 => VLLM_033_CONTENT_TYPE,
+        _ => kind.content_type(),
     }
 }
 

@@ -24,21 +24,24 @@
 //! | `format` | value spelling: prometheus_client's `floatToGoString` ([`format_float`]), prometheus-cpp's ([`format_cpp_double`]), Go's `%f` |
 //! | `buckets` | every engine's bucket bounds |
 //! | `histogram`, `state` | what one pod holds ([`Histogram`], [`PodState`]) |
+//! | `options` | server flags whose expositions differ ([`SglangOptions`], [`PriorityLoad`]) |
 //! | `writer` | prometheus_client's text writer, and the label escaper all writers share |
 //! | `vllm`, `sglang`, `triton`, `tgi` | each engine's serializer ([`render_vllm_metrics`]) |
 //! | `engine` | which engine a pod impersonates ([`EngineKind`], [`render_engine_metrics`]) |
-//! | `dcgm` | the fake dcgm-exporter and its serializer ([`render_dcgm_metrics`]) |
+//! | `dcgm_gpu`, `dcgm` | one GPU's fields ([`DcgmGpu`]); the fake dcgm-exporter and its serializer ([`render_dcgm_metrics`]) |
 //! | `http`, `server` | the loopback listeners; one fake pod ([`FakeVllmPod`]) |
 //! | `fleet` | the demo's pods under a demand curve ([`FakeFleet`]) |
 //! | `rng` | seeded noise, so the same inputs give the same bytes |
 
 mod buckets;
 mod dcgm;
+mod dcgm_gpu;
 mod engine;
 mod fleet;
 mod format;
 mod histogram;
 mod http;
+mod options;
 mod rng;
 mod server;
 mod sglang;
@@ -53,16 +56,19 @@ pub use buckets::{
     TGI_DURATION_BUCKETS, TGI_GENERATED_TOKENS_BUCKETS, TGI_INPUT_LENGTH_BUCKETS,
     TGI_MAX_INPUT_TOKENS, TGI_MAX_TOTAL_TOKENS, TRITON_FIRST_RESPONSE_MS_BUCKETS, TTFT_BUCKETS,
 };
-pub use dcgm::{
+pub use dcgm::{FakeDcgmExporter, render_dcgm_metrics, render_dcgm_metrics_old_namespace};
+pub use dcgm_gpu::{
     DCGM_CONTENT_TYPE, DCGM_DEFAULT_HOSTNAME, DCGM_DRIVER_VERSION, DCGM_FB_TOTAL_MIB,
-    DCGM_MODEL_NAME, DcgmGpu, DcgmPod, FakeDcgmExporter, dcgm_gpu_uuid, render_dcgm_metrics,
+    DCGM_MODEL_NAME, DcgmGpu, DcgmMig, DcgmPod, dcgm_gpu_uuid,
 };
 pub use engine::{
-    EngineKind, SGLANG_CONTENT_TYPE, TGI_CONTENT_TYPE, TRITON_CONTENT_TYPE, render_engine_metrics,
+    EngineKind, SGLANG_CONTENT_TYPE, TGI_CONTENT_TYPE, TRITON_CONTENT_TYPE, engine_content_type,
+    render_engine_metrics,
 };
 pub use fleet::{DEFAULT_MAX_NUM_SEQS, FakeFleet};
 pub use format::{format_cpp_double, format_float};
 pub use histogram::Histogram;
+pub use options::{PriorityLoad, SglangOptions};
 pub use server::FakeVllmPod;
 pub use sglang::SGLANG_MAX_TOTAL_NUM_TOKENS;
 pub use state::{
@@ -70,4 +76,7 @@ pub use state::{
     TGI_VALIDATION_SECONDS,
 };
 pub use tgi::TGI_MAX_BATCH_TOTAL_TOKENS;
-pub use vllm::{VLLM_CONTENT_TYPE, render_vllm_metrics, synthetic_pod_state, synthetic_vllm_body};
+pub use vllm::{
+    VLLM_033_CONTENT_TYPE, VLLM_CONTENT_TYPE, render_vllm_metrics, synthetic_pod_state,
+    synthetic_vllm_body,
+};

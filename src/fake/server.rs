@@ -14,7 +14,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use super::engine::{EngineKind, render_engine_metrics};
+use super::engine::{EngineKind, engine_content_type, render_engine_metrics};
 use super::http::Endpoint;
 use super::state::{ModelLoad, PodState};
 
@@ -157,11 +157,13 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
             (status, plain, body).into_response()
         }
         None => {
-            let body = body.unwrap_or_else(|| render_engine_metrics(kind, &lock(&shared.state)));
+            let state = lock(&shared.state);
             let content_type = [(
                 header::CONTENT_TYPE,
-                HeaderValue::from_static(kind.content_type()),
+                HeaderValue::from_static(engine_content_type(kind, &state)),
             )];
+            let body = body.unwrap_or_else(|| render_engine_metrics(kind, &state));
+            drop(state);
             (StatusCode::OK, content_type, body).into_response()
         }
     }

@@ -1,18 +1,28 @@
 //! SGLang's exposition: prometheus_client in multiprocess mode (`PROMETHEUS_MULTIPROC_DIR` is
 //! always set), classic text.
 //!
-//! Rules reproduced (signals.md §0, §3): values and `le` through `floatToGoString` (`7.0`,
-//! `8.128902e+06`, `le="1.0"`); labels sorted with `le` sorted in; no `_created`, no `python_*` /
-//! `process_*`; histogram samples in `MultiProcessCollector` order: every child's `_sum` first,
-//! then per child its buckets and `_count`; a family appears only once it has a child (so the
-//! tokenizer-side families are absent until the first request); scheduler gauges
-//! (`multiprocess_mode="mostrecent"`) carry `engine_type`, `model_name`, `pp_rank`, `tp_rank`
-//! (plus `dp_rank` when the state has more than one data-parallel engine) and are repeated once
-//! per TP rank with the same value; the mode-less `sglang:num_retracted_reqs` also carries the
-//! scheduler's `pid`. Family order is arbitrary in multiprocess mode; the fake uses a fixed one
-//! (tokenizer histograms, scheduler gauges, tokenizer counters).
+//! Rules reproduced (signals.md §0, §3, §8; checked against the bytes SGLang 0.5.23's own
+//! `SchedulerMetricsCollector` and `TokenizerMetricsCollector` write through prometheus_client
+//! 0.26): values and `le` through `floatToGoString` (`7.0`, `8.128902e+06`, `le="1.0"`); labels
+//! sorted with `le` sorted in; no `_created`, no `python_*` / `process_*`; histogram samples in
+//! `MultiProcessCollector` order (0.26): child by child its `_sum`, buckets and `_count`; a
+//! family appears only once it has a child (so the tokenizer-side families are absent until the
+//! first request).
+//!
+//! Tokenizer side: `engine_type`, `model_name` (plus `priority=""` with priority scheduling), and
+//! `is_streaming` on the TTFT and e2e histograms and the prompt/generation/request counters (not
+//! on the ITL histogram, cached tokens or aborts). Scheduler side (`multiprocess_mode=
+//! "mostrecent"` gauges): `engine_type`, `model_name`, `moe_ep_rank`, `pp_rank`, `tp_rank`, plus
+//! `dp_rank` when the state has more than one data-parallel engine and `priority` with priority
+//! scheduling ([`SglangOptions`]); only each group's attention-TP rank 0 logs unless every
+//! scheduler does; with DP attention `tp_rank` is global; with priority scheduling the queue
+//! gauges repeat as a per-priority breakdown after the `priority=""` total. The mode-less
+//! `sglang:num_retracted_reqs` also carries the scheduler's `pid`. Family order is arbitrary in
+//! multiprocess mode; the fake uses a fixed one (tokenizer histograms, scheduler gauges, tokenizer
+//! counters).
 
 use super::histogram::Histogram;
+use super::options::SglangOptions;
 use super::state::{EngineHistograms, FinishReason, ModelMetrics, PodState};
 use super::writer::{Writer, bound_labels};
 
@@ -47,6 +57,7 @@ pub(crate) fn render(state: &PodState) -> String {
     let mut w = Writer {
         out: String::with_capacity(4096 + state.series.len() * 6 * 1024),
     };
+    let options = &state.sglang;
     let tokenizers = tokenizers(state);
     let active: Vec<&Tokenizer> = tokenizers.iter().filter(|t| t.active()).collect();
 
@@ -73,14 +84,11 @@ pub(crate) fn render(state: &PodState) -> String {
             continue;
         }
         w.header(name, "", help, "histogram");
-        // MultiProcessCollector inserts every `_sum` while reading the files, then the
-        // accumulated buckets and `_count` child by child.
-        for t in &active {
-            let labels = [("engine_type", ENGINE_TYPE), ("model_name", t.model)];
-            w.sample(name, "_sum", &labels, get(&t.hist).sum());
-        }
+        let streamed = name != "sglang:inter_token_latency_seconds";
         for t in &active {
             let h = get(&t.hist);
+            let base = tokenizer_labels(options, t.model, streamed);
+            w.sample(name, "_sum", &base, h.sum());
             let mut acc = 0.0;
             for (le, count) in bound_labels(h.bounds())
                 .iter()
@@ -89,15 +97,12 @@ pub(crate) fn render(state: &PodState) -> String {
                 .zip(h.counts())
             {
                 acc += *count as f64;
-                let labels = [
-                    ("engine_type", ENGINE_TYPE),
-                    ("le", le),
-                    ("model_name", t.model),
-                ];
+                let mut labels = base.clone();
+                labels.push(("le", le));
+                labels.sort_unstable_by_key(|(k, _)| *k);
                 w.sample(name, "_bucket", &labels, acc);
             }
-            let labels = [("engine_type", ENGINE_TYPE), ("model_name", t.model)];
-            w.sample(name, "_count", &labels, acc);
+            w.sample(name, "_count", &base, acc);
         }
     }
 
@@ -154,21 +159,39 @@ pub(crate) fn render(state: &PodState) -> String {
             continue;
         }
         w.header(name, "_total", help, "counter");
+        // `observe_one_finished_request` adds `is_streaming` to the token and request counters.
+        let streamed = !by_source && name != "sglang:num_aborted_requests";
         for t in children {
+            let mut labels = tokenizer_labels(options, t.model, streamed);
             if by_source {
-                let labels = [
-                    ("cache_source", "device"),
-                    ("engine_type", ENGINE_TYPE),
-                    ("model_name", t.model),
-                ];
-                w.sample(name, "_total", &labels, get(t));
-            } else {
-                let labels = [("engine_type", ENGINE_TYPE), ("model_name", t.model)];
-                w.sample(name, "_total", &labels, get(t));
+                labels.push(("cache_source", "device"));
+                labels.sort_unstable_by_key(|(k, _)| *k);
             }
+            w.sample(name, "_total", &labels, get(t));
         }
     }
     w.out
+}
+
+/// A tokenizer-side label set, sorted: `engine_type`, `model_name`, `is_streaming` where the
+/// family has it, `priority=""` with priority scheduling.
+fn tokenizer_labels<'a>(
+    options: &SglangOptions,
+    model: &'a str,
+    streamed: bool,
+) -> Vec<(&'static str, &'a str)> {
+    let mut labels = vec![("engine_type", ENGINE_TYPE), ("model_name", model)];
+    if streamed {
+        labels.push((
+            "is_streaming",
+            if options.streaming { "true" } else { "false" },
+        ));
+    }
+    if options.priority_scheduling {
+        labels.push(("priority", ""));
+    }
+    labels.sort_unstable_by_key(|(k, _)| *k);
+    labels
 }
 
 fn tokenizers(state: &PodState) -> Vec<Tokenizer<'_>> {
@@ -205,74 +228,161 @@ fn tokenizers(state: &PodState) -> Vec<Tokenizer<'_>> {
     out
 }
 
+/// One scheduler process that logs: its data-parallel group's series and its ranks.
+struct Scheduler<'a> {
+    series: &'a ModelMetrics,
+    dp_rank: Option<String>,
+    tp_rank: String,
+    moe_ep_rank: String,
+    pid: String,
+}
+
+impl Scheduler<'_> {
+    /// The collector's `labels`, sorted, with `pid` for a mode-less gauge and `priority` set to
+    /// `priority` (`Some("")` is the total's).
+    fn labels<'s>(&'s self, priority: Option<&'s str>, pid: bool) -> Vec<(&'static str, &'s str)> {
+        let mut labels = vec![
+            ("engine_type", ENGINE_TYPE),
+            ("model_name", self.series.model()),
+            ("moe_ep_rank", self.moe_ep_rank.as_str()),
+            ("pp_rank", "0"),
+            ("tp_rank", self.tp_rank.as_str()),
+        ];
+        if let Some(dp) = &self.dp_rank {
+            labels.push(("dp_rank", dp.as_str()));
+        }
+        if let Some(p) = priority {
+            labels.push(("priority", p));
+        }
+        if pid {
+            labels.push(("pid", self.pid.as_str()));
+        }
+        labels.sort_unstable_by_key(|(k, _)| *k);
+        labels
+    }
+}
+
+/// Every scheduler process that logs, in data-parallel engine then rank order.
+fn schedulers(state: &PodState) -> Vec<Scheduler<'_>> {
+    let options = &state.sglang;
+    let tp = state.tensor_parallel.max(1);
+    let data_parallel = state.series.iter().any(|s| s.engine() != 0);
+    let groups = state
+        .series
+        .iter()
+        .map(|s| s.engine() as usize + 1)
+        .max()
+        .unwrap_or(1);
+    let world = if options.dp_attention {
+        tp * groups
+    } else {
+        tp
+    };
+    let ep = options.expert_parallel.max(1);
+    let per_ep = (world / ep).max(1);
+    let logging = if options.metrics_for_all_schedulers {
+        tp
+    } else {
+        1
+    };
+    let mut out = Vec::new();
+    for s in &state.series {
+        let engine = s.engine() as usize;
+        for local in 0..logging {
+            let tp_rank = if options.dp_attention {
+                engine * tp + local
+            } else {
+                local
+            };
+            out.push(Scheduler {
+                series: s,
+                dp_rank: data_parallel.then(|| engine.to_string()),
+                tp_rank: tp_rank.to_string(),
+                moe_ep_rank: (tp_rank / per_ep).to_string(),
+                pid: (SCHEDULER_PID_BASE as usize + engine * tp + local).to_string(),
+            });
+        }
+    }
+    out
+}
+
 fn render_scheduler(w: &mut Writer, state: &PodState) {
-    let series = &state.series;
-    if series.is_empty() {
+    if state.series.is_empty() {
         return;
     }
-    let tp = state.tensor_parallel.max(1);
-    let data_parallel = series.iter().any(|s| s.engine() != 0);
-    let ranks: Vec<String> = (0..tp).map(|r| r.to_string()).collect();
-    let dp_ranks: Vec<String> = series.iter().map(|s| s.engine().to_string()).collect();
+    let options = &state.sglang;
+    let schedulers = schedulers(state);
+    let total = options.priority_scheduling.then_some("");
 
     type GaugeOf = fn(&ModelMetrics) -> f64;
-    let gauges: [(&str, &str, GaugeOf); 8] = [
+    type ShareOf = fn(&super::options::PriorityLoad) -> f64;
+    // (name, help, value, per-priority share when the gauge is a queue count).
+    let gauges: [(&str, &str, GaugeOf, Option<ShareOf>); 8] = [
         (
             "sglang:num_running_reqs",
             "The number of running requests.",
             |m| m.load.running,
+            Some(|p| p.running),
         ),
         (
             "sglang:num_queue_reqs",
             "The number of requests in the waiting queue.",
             |m| m.load.waiting,
+            Some(|p| p.waiting),
         ),
         (
             "sglang:num_grammar_queue_reqs",
             "The number of requests in the grammar waiting queue.",
             |_| 0.0,
+            None,
         ),
         (
             "sglang:gen_throughput",
             "The generation throughput (token/s).",
             |m| m.load.running * TOKENS_PER_SECOND_PER_REQUEST,
+            None,
         ),
-        ("sglang:cache_hit_rate", "The prefix cache hit rate.", |m| {
-            if m.prefix_cache_queries > 0.0 {
-                m.prefix_cache_hits / m.prefix_cache_queries
-            } else {
-                0.0
-            }
-        }),
-        ("sglang:token_usage", "The token usage.", |m| {
-            m.load.kv_cache_usage
-        }),
+        (
+            "sglang:cache_hit_rate",
+            "The prefix cache hit rate.",
+            |m| {
+                if m.prefix_cache_queries > 0.0 {
+                    m.prefix_cache_hits / m.prefix_cache_queries
+                } else {
+                    0.0
+                }
+            },
+            None,
+        ),
+        (
+            "sglang:token_usage",
+            "The token usage.",
+            |m| m.load.kv_cache_usage,
+            None,
+        ),
         (
             "sglang:num_used_tokens",
             "The number of used tokens.",
             |m| (m.load.kv_cache_usage * SGLANG_MAX_TOTAL_NUM_TOKENS).round(),
+            None,
         ),
         (
             "sglang:max_total_num_tokens",
             "Maximum total number of tokens in the KV cache pool.",
             |_| SGLANG_MAX_TOTAL_NUM_TOKENS,
+            None,
         ),
     ];
-    for (name, help, get) in gauges {
+    for (name, help, get, share) in gauges {
         w.header(name, "", help, "gauge");
-        for (i, s) in series.iter().enumerate() {
-            for rank in &ranks {
-                let mut labels: Vec<(&str, &str)> = Vec::with_capacity(5);
-                if data_parallel {
-                    labels.push(("dp_rank", &dp_ranks[i]));
+        for sched in &schedulers {
+            w.sample(name, "", &sched.labels(total, false), get(sched.series));
+            // `_log_gauge_queue_count`: the breakdown right after the total, per process.
+            if let (true, Some(share)) = (options.priority_scheduling, share) {
+                for p in &sched.series.priority_breakdown {
+                    let priority = p.priority.to_string();
+                    w.sample(name, "", &sched.labels(Some(&priority), false), share(p));
                 }
-                labels.extend([
-                    ("engine_type", ENGINE_TYPE),
-                    ("model_name", s.model()),
-                    ("pp_rank", "0"),
-                    ("tp_rank", rank.as_str()),
-                ]);
-                w.sample(name, "", &labels, get(s));
             }
         }
     }
@@ -281,21 +391,7 @@ fn render_scheduler(w: &mut Writer, state: &PodState) {
     // with its pid.
     let name = "sglang:num_retracted_reqs";
     w.header(name, "", "The number of retracted requests.", "gauge");
-    for (i, s) in series.iter().enumerate() {
-        for (r, rank) in ranks.iter().enumerate() {
-            let pid = (SCHEDULER_PID_BASE as usize + s.engine() as usize * tp + r).to_string();
-            let mut labels: Vec<(&str, &str)> = Vec::with_capacity(6);
-            if data_parallel {
-                labels.push(("dp_rank", &dp_ranks[i]));
-            }
-            labels.extend([
-                ("engine_type", ENGINE_TYPE),
-                ("model_name", s.model()),
-                ("pid", pid.as_str()),
-                ("pp_rank", "0"),
-                ("tp_rank", rank.as_str()),
-            ]);
-            w.sample(name, "", &labels, 0.0);
-        }
+    for sched in &schedulers {
+        w.sample(name, "", &sched.labels(total, true), 0.0);
     }
 }

@@ -9,6 +9,7 @@ use super::buckets::{
     TGI_INPUT_LENGTH_BUCKETS, TRITON_FIRST_RESPONSE_MS_BUCKETS, TTFT_BUCKETS,
 };
 use super::histogram::Histogram;
+use super::options::{PriorityLoad, SglangOptions};
 
 /// What the fake TGI spends validating a request, observed into `tgi_request_validation_duration`.
 pub const TGI_VALIDATION_SECONDS: f64 = 0.0004;
@@ -199,6 +200,13 @@ pub struct ModelMetrics {
     pub generation_tokens: f64,
     /// `vllm:request_success_total`, indexed in [`FinishReason::ALL`] order.
     pub request_success: [f64; 5],
+    /// vLLM 0.33 ([`PodState::vllm_033`]): requests deferred by a LoRA budget or a KV transfer,
+    /// in `vllm:num_requests_waiting` but under `reason="deferred"`, while
+    /// [`ModelLoad::waiting`] is `reason="capacity"`.
+    pub waiting_deferred: f64,
+    /// SGLang's priority scheduling: the per-priority breakdown of the queues, in ascending
+    /// priority order ([`SglangOptions::priority_scheduling`]).
+    pub priority_breakdown: Vec<PriorityLoad>,
     /// `vllm:time_to_first_token_seconds`.
     pub ttft: Histogram,
     /// `vllm:inter_token_latency_seconds`.
@@ -221,6 +229,8 @@ impl ModelMetrics {
             prompt_tokens: 0.0,
             generation_tokens: 0.0,
             request_success: [0.0; 5],
+            waiting_deferred: 0.0,
+            priority_breakdown: Vec::new(),
             ttft: Histogram::new(&TTFT_BUCKETS),
             itl: Histogram::new(&ITL_BUCKETS),
             e2e: Histogram::new(&E2E_BUCKETS),
@@ -341,9 +351,10 @@ pub struct PodState {
     pub process: ProcessInfo,
     pub(crate) http: HttpStats,
     start_time: f64,
-    /// Tensor-parallel degree (default 1). SGLang repeats every scheduler gauge once per
-    /// `tp_rank` with the same value; Triton reports one `nv_gpu_*` series per GPU. vLLM is
-    /// unaffected (one series per data-parallel engine whatever the TP).
+    /// Tensor-parallel degree per data-parallel engine (default 1). SGLang writes its scheduler
+    /// gauges from attention-TP rank 0 only, or once per `tp_rank` with the same value under
+    /// [`SglangOptions::metrics_for_all_schedulers`]; Triton reports one `nv_gpu_*` series per
+    /// GPU. vLLM is unaffected (one series per data-parallel engine whatever the TP).
     pub tensor_parallel: usize,
     /// GPU busy fraction (0–1) for Triton's `nv_gpu_utilization` (every GPU of the pod reads
     /// the same). The Python servers and TGI export no GPU metrics.
@@ -351,6 +362,15 @@ pub struct PodState {
     /// Triton's `--metrics-config histogram_latencies=true`: expose
     /// `nv_inference_first_response_histogram_ms`. Off by default, as in Triton.
     pub triton_histogram_latencies: bool,
+    /// Triton serves the model through the TensorRT-LLM backend (in-flight batching): the queue
+    /// moves to `nv_trt_llm_request_metrics` and `nv_inference_pending_request_count` stays 0.
+    pub triton_trt_llm: bool,
+    /// The vLLM registry is 0.33.0's: `vllm:num_requests_waiting_by_reason` and
+    /// `vllm:engine_sleep_state` join the gauges, and the answer's `Content-Type` is
+    /// prometheus_client 0.26's `text/plain; version=1.0.0; charset=utf-8`.
+    pub vllm_033: bool,
+    /// The SGLang server's flags.
+    pub sglang: SglangOptions,
 }
 
 impl Default for PodState {
@@ -376,6 +396,9 @@ impl PodState {
             tensor_parallel: 1,
             gpu_utilization: 0.0,
             triton_histogram_latencies: false,
+            triton_trt_llm: false,
+            vllm_033: false,
+            sglang: SglangOptions::default(),
         }
     }
 

@@ -11,6 +11,10 @@
 //! the pod ([`PodState::tensor_parallel`](super::PodState::tensor_parallel) GPUs, UUIDs from
 //! [`dcgm_gpu_uuid`] so they match a [`FakeDcgmExporter`](super::FakeDcgmExporter)).
 //!
+//! With [`PodState::triton_trt_llm`](super::PodState::triton_trt_llm) the model runs on the
+//! TensorRT-LLM backend: its `nv_trt_llm_*` families follow Triton's own in each group and
+//! `nv_inference_pending_request_count` is 0 (see [`trt_llm_gauges`]).
+//!
 //! What the fake derives from the state: `nv_inference_pending_request_count` = waiting;
 //! success = finished requests other than abort/error; failures by reason: `CANCELED` = abort,
 //! `BACKEND` = error; `nv_inference_request_duration_us` = Σ e2e; `nv_inference_queue_duration_us`
@@ -21,7 +25,7 @@
 use std::fmt::Write as _;
 
 use super::buckets::TRITON_FIRST_RESPONSE_MS_BUCKETS;
-use super::dcgm::dcgm_gpu_uuid;
+use super::dcgm_gpu::dcgm_gpu_uuid;
 use super::format::write_cpp_double;
 use super::histogram::Histogram;
 use super::state::{FinishReason, PodState};
@@ -117,6 +121,9 @@ impl CppWriter {
 struct Model<'a> {
     name: &'a str,
     waiting: f64,
+    running: f64,
+    /// The largest KV usage of the model's engine series.
+    kv_cache_usage: f64,
     success: f64,
     canceled: f64,
     backend: f64,
@@ -134,6 +141,8 @@ fn models(state: &PodState) -> Vec<Model<'_>> {
                 out.push(Model {
                     name: s.model(),
                     waiting: 0.0,
+                    running: 0.0,
+                    kv_cache_usage: 0.0,
                     success: 0.0,
                     canceled: 0.0,
                     backend: 0.0,
@@ -146,6 +155,8 @@ fn models(state: &PodState) -> Vec<Model<'_>> {
         };
         let m = &mut out[idx];
         m.waiting += s.load.waiting;
+        m.running += s.load.running;
+        m.kv_cache_usage = m.kv_cache_usage.max(s.load.kv_cache_usage);
         for reason in FinishReason::ALL {
             match reason {
                 FinishReason::Abort => m.canceled += s.success(reason),
@@ -267,6 +278,9 @@ pub(crate) fn render(state: &PodState) -> String {
         "GPU energy consumption in joules since the Triton Server started",
         GPU_ENERGY,
     );
+    if state.triton_trt_llm {
+        trt_llm_counters(&mut w, &models);
+    }
 
     // Gauges.
     if !models.is_empty() {
@@ -278,7 +292,9 @@ pub(crate) fn render(state: &PodState) -> String {
         );
         for m in &models {
             let labels = [("model", m.name), ("version", VERSION)];
-            w.sample(name, "", &labels, None, Value::Double(m.waiting));
+            // In-flight batching takes every request off Triton's queue at once.
+            let pending = if state.triton_trt_llm { 0.0 } else { m.waiting };
+            w.sample(name, "", &labels, None, Value::Double(pending));
         }
     }
     let util = state.gpu_utilization;
@@ -334,6 +350,9 @@ pub(crate) fn render(state: &PodState) -> String {
         w.family(name, help, "gauge");
         w.sample(name, "", &[], None, Value::Double(v));
     }
+    if state.triton_trt_llm {
+        trt_llm_gauges(&mut w, state, &models);
+    }
 
     // Histograms (`--metrics-config histogram_latencies=true`).
     if state.triton_histogram_latencies && !models.is_empty() {
@@ -349,4 +368,121 @@ pub(crate) fn render(state: &PodState) -> String {
         }
     }
     w.out
+}
+
+/// TensorRT-LLM's KV pool of the fake, blocks (`kv_cache_block_type="max"`).
+const TRT_LLM_KV_BLOCKS: f64 = 6400.0;
+/// `tokens_per` KV block.
+const TRT_LLM_TOKENS_PER_BLOCK: f64 = 64.0;
+/// `request_type="max"`: the engine's `max_batch_size`.
+const TRT_LLM_MAX_REQUESTS: f64 = 256.0;
+/// `memory_type="gpu"`: the runtime's own buffers, bytes (1.5 GiB).
+const TRT_LLM_RUNTIME_GPU_MEMORY: f64 = 1_610_612_736.0;
+
+/// The TensorRT-LLM backend's counter family (`custom_metrics_reporter.cc`), registered after
+/// Triton's own counters.
+fn trt_llm_counters(w: &mut CppWriter, models: &[Model]) {
+    if models.is_empty() {
+        return;
+    }
+    let name = "nv_trt_llm_disaggregated_serving_metrics";
+    w.family(name, "TRT LLM disaggregated serving metrics", "counter");
+    for m in models {
+        for kind in ["kv_cache_transfer_ms", "request_count"] {
+            let labels = [
+                ("disaggregated_serving_type", kind),
+                ("model", m.name),
+                ("version", VERSION),
+            ];
+            w.sample(name, "", &labels, None, Value::Double(0.0));
+        }
+    }
+}
+
+/// The TensorRT-LLM backend's gauge families, registered after Triton's own gauges; children in
+/// the order `CreateGroup` creates them. The queue: `waiting` = the state's waiting requests,
+/// `active` = `scheduled` = running; KV blocks in use = usage × [`TRT_LLM_KV_BLOCKS`] and
+/// `fraction` = used / max, as the batch manager computes it. The token-length histograms
+/// (`nv_llm_{input,output}_token_len`) are left out.
+fn trt_llm_gauges(w: &mut CppWriter, state: &PodState, models: &[Model]) {
+    type Group<'a> = (&'a str, &'a str, &'a str, Vec<(&'a str, f64)>);
+    let mut per_model: Vec<(&str, [Group; 5])> = Vec::with_capacity(models.len());
+    for m in models {
+        let used = (m.kv_cache_usage * TRT_LLM_KV_BLOCKS).round();
+        // Microseconds since the epoch of the last iteration (the fake keeps no clock).
+        let timestamp = ((state.start_time() + 60.0) * 1e6).round();
+        let groups: [Group; 5] = [
+            (
+                "nv_trt_llm_request_metrics",
+                "TRT LLM request metrics",
+                "request_type",
+                vec![
+                    ("active", m.running),
+                    ("max", TRT_LLM_MAX_REQUESTS),
+                    ("scheduled", m.running),
+                    ("context", 0.0),
+                    ("waiting", m.waiting),
+                ],
+            ),
+            (
+                "nv_trt_llm_runtime_memory_metrics",
+                "TRT LLM runtime memory metrics",
+                "memory_type",
+                vec![
+                    ("cpu", 0.0),
+                    ("gpu", TRT_LLM_RUNTIME_GPU_MEMORY),
+                    ("pinned", 0.0),
+                ],
+            ),
+            (
+                "nv_trt_llm_kv_cache_block_metrics",
+                "TRT LLM KV cache block metrics",
+                "kv_cache_block_type",
+                vec![
+                    ("max", TRT_LLM_KV_BLOCKS),
+                    ("free", TRT_LLM_KV_BLOCKS - used),
+                    ("used", used),
+                    ("tokens_per", TRT_LLM_TOKENS_PER_BLOCK),
+                    ("reused", 0.0),
+                    ("fraction", used / TRT_LLM_KV_BLOCKS),
+                ],
+            ),
+            (
+                "nv_trt_llm_inflight_batcher_metrics",
+                "TRT LLM inflight_batcher-specific metrics",
+                "inflight_batcher_specific_metric",
+                vec![
+                    ("total_context_tokens", 0.0),
+                    ("generation_requests", m.running),
+                    ("micro_batch_id", 0.0),
+                    ("paused_requests", 0.0),
+                ],
+            ),
+            (
+                "nv_trt_llm_general_metrics",
+                "General TRT LLM metrics",
+                "general_type",
+                vec![("timestamp", timestamp), ("iteration_counter", m.success)],
+            ),
+        ];
+        per_model.push((m.name, groups));
+    }
+    let Some((_, first)) = per_model.first() else {
+        return;
+    };
+    let headers: Vec<(&str, &str, &str)> = first.iter().map(|g| (g.0, g.1, g.2)).collect();
+    for (i, (name, help, category)) in headers.into_iter().enumerate() {
+        w.family(name, help, "gauge");
+        for (model, groups) in &per_model {
+            for (sub, value) in &groups[i].3 {
+                // `std::map` order: the category label sorts before or after `model`.
+                let labels: Vec<(&str, &str)> = if category < "model" {
+                    vec![(category, sub), ("model", model), ("version", VERSION)]
+                } else {
+                    vec![("model", model), (category, sub), ("version", VERSION)]
+                };
+                w.sample(name, "", &labels, None, Value::Double(*value));
+            }
+        }
+    }
 }

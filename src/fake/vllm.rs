@@ -16,6 +16,8 @@ use super::writer::{Writer, bound_labels};
 
 /// The `Content-Type` vLLM's `/metrics` route sends (prometheus_client ≤ 0.22 `CONTENT_TYPE_LATEST`).
 pub const VLLM_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+/// vLLM 0.33.0's (prometheus_client 0.26 `CONTENT_TYPE_LATEST`), same body format.
+pub const VLLM_033_CONTENT_TYPE: &str = "text/plain; version=1.0.0; charset=utf-8";
 
 /// The OpenAI route the HTTP instrumentation series are attributed to.
 const API_HANDLER: &str = "/v1/chat/completions";
@@ -173,9 +175,17 @@ fn render_engine(w: &mut Writer, state: &PodState) {
         ),
     ];
     for (name, help, get) in gauges {
+        if state.vllm_033 && name == "vllm:kv_cache_usage_perc" {
+            render_033_gauges(w, state, &engines);
+        }
         w.header(name, "", help, "gauge");
         for (i, s) in series.iter().enumerate() {
-            w.sample(name, "", &base(i), get(&s.load));
+            let mut value = get(&s.load);
+            if state.vllm_033 && name == "vllm:num_requests_waiting" {
+                // 0.33: `num_waiting_reqs + num_skipped_waiting_reqs`.
+                value += s.waiting_deferred;
+            }
+            w.sample(name, "", &base(i), value);
         }
     }
 
@@ -307,6 +317,54 @@ fn render_engine(w: &mut Writer, state: &PodState) {
         labels.push(("engine", engine));
         labels.sort_unstable_by_key(|(k, _)| *k);
         w.sample(name, "", &labels, 1.0);
+    }
+}
+
+/// vLLM 0.33.0's gauges between the waiting gauge and the KV gauge, children in creation order
+/// (`create_metric_per_engine` per reason, then per sleep state).
+fn render_033_gauges(w: &mut Writer, state: &PodState, engines: &[String]) {
+    let name = "vllm:num_requests_waiting_by_reason";
+    w.header(
+        name,
+        "",
+        "Number of waiting requests by reason. Reason labels: 'capacity' = waiting for scheduling capacity; 'deferred' = deferred by transient constraints (LoRA budget, KV transfer, blocked status). Sum of all reasons equals vllm:num_requests_waiting.",
+        "gauge",
+    );
+    type ReasonOf = fn(&ModelMetrics) -> f64;
+    let reasons: [(&str, ReasonOf); 2] = [
+        ("capacity", |m| m.load.waiting),
+        ("deferred", |m| m.waiting_deferred),
+    ];
+    for (reason, get) in reasons {
+        for (s, engine) in state.series.iter().zip(engines) {
+            let labels = [
+                ("engine", engine.as_str()),
+                ("model_name", s.model()),
+                ("reason", reason),
+            ];
+            w.sample(name, "", &labels, get(s));
+        }
+    }
+    let name = "vllm:engine_sleep_state";
+    w.header(
+        name,
+        "",
+        "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.",
+        "gauge",
+    );
+    for (sleep_state, value) in [
+        ("awake", 1.0),
+        ("weights_offloaded", 0.0),
+        ("discard_all", 0.0),
+    ] {
+        for (s, engine) in state.series.iter().zip(engines) {
+            let labels = [
+                ("engine", engine.as_str()),
+                ("model_name", s.model()),
+                ("sleep_state", sleep_state),
+            ];
+            w.sample(name, "", &labels, value);
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! Where the scaler may go and with what: the outbound allowlist checked
-//! after DNS, the credential profiles of the scaler's own config, and the
-//! `--config` file that carries both.
+//! after DNS, the credential profiles of the scaler's own config, the
+//! `--config` file that carries both, and the redactor every output that
+//! names a target goes through.
 //!
 //! Rule: operator policy only, never trigger metadata; the bottom layer,
 //! it imports nothing from the crate.
@@ -8,3 +9,4 @@
 pub mod config;
 pub mod credentials;
 pub mod outbound;
+pub mod redact;

@@ -34,10 +34,15 @@
 //! connection to an IP address, so a name cannot smuggle in a forbidden
 //! address.
 //!
-//! Brokers and other sources call the same checks: [`OutboundPolicy::check_url`]
-//! or [`OutboundPolicy::check_host`] for what the metadata names, and
-//! [`OutboundPolicy::check_addr`] (or [`OutboundPolicy::resolve`]) for every
-//! address before connecting to it.
+//! Every client applies rules 3–4 where it connects: the HTTP scraper and
+//! the RabbitMQ management client resolve through [`PolicyResolver`]; AMQP
+//! dials what [`OutboundPolicy::resolve`] returned; the SQS client and the
+//! AWS credential providers use [`aws::http_client`]; Kafka checks every
+//! bootstrap and advertised broker address before librdkafka may dial it
+//! ([`OutboundPolicy::resolve_blocking`],
+//! [`OutboundPolicy::resolve_every_blocking`]). Registration checks what
+//! the metadata names with [`OutboundPolicy::check_url`] or
+//! [`OutboundPolicy::check_host`].
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -131,7 +136,9 @@ pub const REFUSED_BY_DEFAULT: &[RefusedRange] = &[
     },
 ];
 
-/// A refused connection: the target and the rule that refused it.
+/// A refused connection: the target and the rule that refused it. Build it
+/// with [`OutboundDenied::new`], which redacts the target: the refusal is
+/// quoted in `PERMISSION_DENIED`, logs and `check`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("outbound connection to `{target}` refused: {rule}")]
 pub struct OutboundDenied {
@@ -141,9 +148,20 @@ pub struct OutboundDenied {
     pub rule: String,
 }
 
+impl OutboundDenied {
+    /// `target` refused by `rule`; credential-shaped parts of `target` (a
+    /// URL's userinfo or token parameter) are redacted.
+    pub fn new(target: impl AsRef<str>, rule: impl Into<String>) -> OutboundDenied {
+        OutboundDenied {
+            target: super::redact::redact(target.as_ref()),
+            rule: rule.into(),
+        }
+    }
+}
+
 /// The compiled `outbound` config: which hosts and addresses sources may
-/// connect to. Cheap to share (`Arc`); checks do no I/O except
-/// [`OutboundPolicy::resolve`].
+/// connect to. Cheap to share (`Arc`); checks do no I/O except the
+/// resolving ones ([`OutboundPolicy::resolve`] and its blocking variants).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OutboundPolicy {
     /// `None`: no allowlist configured (only the refused defaults apply).
@@ -242,20 +260,14 @@ impl OutboundPolicy {
         } else {
             format!("no host pattern in the outbound allowlist matches it ({SEE_CONFIG})")
         };
-        Err(OutboundDenied {
-            target: host.to_owned(),
-            rule,
-        })
+        Err(OutboundDenied::new(host, rule))
     }
 
     /// Check the host of a URL (see [`Self::check_host`]).
     pub fn check_url(&self, url: &Url) -> Result<(), OutboundDenied> {
         match url.host_str() {
             Some(host) => self.check_host(host),
-            None => Err(OutboundDenied {
-                target: url.to_string(),
-                rule: "the URL has no host".to_owned(),
-            }),
+            None => Err(OutboundDenied::new(url.as_str(), "the URL has no host")),
         }
     }
 
@@ -391,6 +403,67 @@ impl OutboundPolicy {
         }
         Ok(self.filter_resolved(host, addrs)?)
     }
+
+    /// [`Self::resolve`] for code already on a blocking thread (a librdkafka
+    /// call in `spawn_blocking`): the lookup is std's `getaddrinfo`, here.
+    pub fn resolve_blocking(&self, host: &str, port: u16) -> Result<Vec<SocketAddr>, ResolveError> {
+        match self.lookup_blocking(host, port)? {
+            Lookup::Literal(addr) => Ok(vec![addr]),
+            Lookup::Resolved(addrs) => Ok(self.filter_resolved(host, addrs)?),
+        }
+    }
+
+    /// Check `host`, resolve it (blocking, like [`Self::resolve_blocking`])
+    /// and require **every** address to be allowed: for a client that
+    /// resolves the name again itself and may connect to any of its
+    /// addresses (librdkafka), where dropping the refused ones would not
+    /// keep it away from them. The error names the first refused address.
+    pub fn resolve_every_blocking(
+        &self,
+        host: &str,
+        port: u16,
+    ) -> Result<Vec<SocketAddr>, ResolveError> {
+        match self.lookup_blocking(host, port)? {
+            Lookup::Literal(addr) => Ok(vec![addr]),
+            Lookup::Resolved(addrs) => {
+                for addr in &addrs {
+                    self.check_addr_named(addr.ip(), Some(host))?;
+                }
+                Ok(addrs)
+            }
+        }
+    }
+
+    /// [`Self::check_host`], then an IP literal as is (it passed the CIDR
+    /// check there) or the name's addresses from `getaddrinfo`.
+    fn lookup_blocking(&self, host: &str, port: u16) -> Result<Lookup, ResolveError> {
+        use std::net::ToSocketAddrs;
+        self.check_host(host)?;
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        if let Ok(ip) = bare.parse::<IpAddr>() {
+            return Ok(Lookup::Literal(SocketAddr::new(ip, port)));
+        }
+        let failed = |reason: String| ResolveError::Lookup {
+            host: host.to_owned(),
+            reason,
+        };
+        let addrs: Vec<SocketAddr> = (bare, port)
+            .to_socket_addrs()
+            .map_err(|e| failed(e.to_string()))?
+            .collect();
+        if addrs.is_empty() {
+            return Err(failed("no addresses".to_owned()));
+        }
+        Ok(Lookup::Resolved(addrs))
+    }
+}
+
+/// What [`OutboundPolicy::lookup_blocking`] found.
+enum Lookup {
+    /// The host was an IP literal.
+    Literal(SocketAddr),
+    /// The addresses a name resolved to (at least one).
+    Resolved(Vec<SocketAddr>),
 }
 
 /// Why [`OutboundPolicy::resolve`] gave no address.
@@ -439,6 +512,7 @@ impl reqwest::dns::Resolve for PolicyResolver {
     }
 }
 
+pub mod aws;
 mod rules;
 #[cfg(test)]
 mod tests;

@@ -206,6 +206,17 @@ impl Telemetry {
         Telemetry { registry, ..t }
     }
 
+    /// Every value of the `component` label, in recording order: each is
+    /// documented in the README's self-metrics table (tests/readme.rs).
+    pub fn component_names() -> &'static [&'static str] {
+        &COMPONENTS
+    }
+
+    /// Every value of the `guard` label (documented like the components).
+    pub fn guard_names() -> &'static [&'static str] {
+        &GUARDS
+    }
+
     /// Prometheus text exposition of every metric.
     pub fn encode(&self) -> String {
         let mut out = String::new();

@@ -276,6 +276,7 @@ impl Pod {
             kv_cache_usage: Some((self.running as f64 / model.max_num_seqs as f64).min(1.0)),
             ttft: Some(Buckets { bounds, counts }),
             finished_total: Some(self.finished as f64),
+            read: Default::default(),
         }
     }
 }

@@ -145,6 +145,7 @@ mod tests {
                     counts: vec![fast, fast + slow, fast + slow],
                 }),
                 finished_total: Some(0.0),
+                read: Default::default(),
             }],
             malformed_lines: 0,
             empty_discovery: Vec::new(),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::broker::context::{BrokerContext, BrokerContextError, DEFAULT_REQUEST_TIMEOUT};
 use super::http::HttpScraper;
-use crate::guard::credentials::{self, RequestAuth};
+use crate::guard::credentials::{self, ProfileError, PrometheusAuth, RequestAuth};
 use crate::guard::outbound::OutboundPolicy;
 
 /// What sources share: HTTP client, limits and scaler-side credentials.
@@ -14,11 +14,11 @@ use crate::guard::outbound::OutboundPolicy;
 pub struct SourceContext {
     /// Scrapes HTTP endpoints with timeouts and a body cap.
     pub http: HttpScraper,
-    /// Credentials for Prometheus servers, by profile name.
-    pub prometheus_auth: Arc<HashMap<String, RequestAuth>>,
+    /// Credentials for Prometheus servers, by profile name; each re-read
+    /// when one of its files changes.
+    pub prometheus_auth: Arc<HashMap<String, PrometheusAuth>>,
     /// Where sources may connect (the `outbound` config); the same policy
-    /// `http` enforces. Sources with their own connections (brokers) call
-    /// its checks before connecting.
+    /// `http` and `brokers` enforce on every connection they open.
     pub outbound: Arc<OutboundPolicy>,
     /// Broker clients and credential profiles.
     pub brokers: BrokerContext,
@@ -38,19 +38,25 @@ impl SourceContext {
     pub fn with_profiles(
         http: HttpScraper,
         profiles: Arc<credentials::Profiles>,
-        prometheus_auth: HashMap<String, RequestAuth>,
+        prometheus_auth: HashMap<String, PrometheusAuth>,
     ) -> Result<SourceContext, BrokerContextError> {
+        let outbound = http.outbound().clone();
         Ok(SourceContext {
-            outbound: http.outbound().clone(),
+            brokers: BrokerContext::with_outbound(
+                profiles,
+                DEFAULT_REQUEST_TIMEOUT,
+                outbound.clone(),
+            )?,
+            outbound,
             http,
             prometheus_auth: Arc::new(prometheus_auth),
-            brokers: BrokerContext::new(profiles, DEFAULT_REQUEST_TIMEOUT)?,
         })
     }
 
     /// The context a scaler config implies: every profile's secrets are
     /// read once now (a missing environment variable or file fails here, at
-    /// start-up, not at the first poll).
+    /// start-up, not at the first poll); Prometheus credentials are read
+    /// again whenever one of their files changes.
     pub fn from_config(
         config: &crate::guard::config::ScalerConfig,
         http: HttpScraper,
@@ -69,8 +75,16 @@ impl SourceContext {
         &self.brokers.profiles
     }
 
-    /// The credentials of a profile, if it has Prometheus ones.
-    pub fn prometheus_auth(&self, profile: Option<&str>) -> Option<&RequestAuth> {
-        profile.and_then(|p| self.prometheus_auth.get(p))
+    /// The current credentials of a profile, if it has Prometheus ones:
+    /// re-read when one of their files changed since the last request (one
+    /// `stat` per file otherwise). An error names the unreadable file.
+    pub fn prometheus_auth(
+        &self,
+        profile: Option<&str>,
+    ) -> Result<Option<Arc<RequestAuth>>, ProfileError> {
+        profile
+            .and_then(|p| self.prometheus_auth.get(p))
+            .map(PrometheusAuth::current)
+            .transpose()
     }
 }

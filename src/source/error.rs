@@ -2,6 +2,11 @@
 //! `UNAVAILABLE` message can act on, the credential-free target, and the
 //! upstream's own words as the kind's description.
 //!
+//! Target and detail are redacted when the error is built
+//! ([`crate::guard::redact`]): a reqwest error's text holds the whole URL,
+//! a broker's answer may quote a signed queue URL, and the error reaches
+//! logs, `/explain`, `check` and the `UNAVAILABLE` message.
+//!
 //! The text of an error (its `Display`) is what operators have always seen
 //! and what tests compare: `TARGET: DETAIL`, or `timed out after …` for a
 //! reading the poller gave up on. The kind adds what the text cannot carry
@@ -11,6 +16,7 @@
 use std::time::Duration;
 
 use crate::guard::outbound::OutboundDenied;
+use crate::guard::redact::redact;
 
 /// What went wrong, in classes that say whether trying again can help.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -143,8 +149,9 @@ impl std::fmt::Display for Shown<'_> {
 }
 
 impl SourceError {
-    /// A failure of `kind` at `target` (a URL without credentials, or a
-    /// source label), described by `detail`.
+    /// A failure of `kind` at `target` (a URL or a source label), described
+    /// by `detail`; credential-shaped parts of both are redacted here, so
+    /// no error can carry them.
     pub fn new(
         kind: FailureKind,
         target: impl Into<String>,
@@ -152,8 +159,8 @@ impl SourceError {
     ) -> SourceError {
         SourceError {
             kind,
-            target: Some(target.into()),
-            detail: detail.into(),
+            target: Some(redact(&target.into())),
+            detail: redact(&detail.into()),
         }
     }
 
@@ -190,8 +197,8 @@ impl SourceError {
         self.kind
     }
 
-    /// What was contacted (credential-free); `None` for a reading the
-    /// poller timed out.
+    /// What was contacted (redacted); `None` for a reading the poller timed
+    /// out.
     pub fn target(&self) -> Option<&str> {
         self.target.as_deref()
     }
@@ -312,6 +319,35 @@ mod tests {
         assert_eq!(
             (error.kind(), error.to_string().as_str()),
             (FailureKind::Auth, "u: HTTP status 403 Forbidden")
+        );
+    }
+
+    #[test]
+    fn target_and_detail_are_redacted_when_built() {
+        let error = SourceError::new(
+            FailureKind::Unreachable,
+            "http://127.0.0.1:1/metrics?token=S3CRET",
+            "error sending request for url (http://127.0.0.1:1/metrics?token=S3CRET): refused",
+        );
+        assert_eq!(
+            error.target(),
+            Some("http://127.0.0.1:1/metrics?token=[redacted]")
+        );
+        assert_eq!(
+            error.detail(),
+            "error sending request for url (http://127.0.0.1:1/metrics?token=[redacted] refused"
+        );
+        for text in [error.to_string(), format!("{error:?}")] {
+            assert!(!text.contains("S3CRET"), "{text}");
+        }
+        let error = SourceError::parse(
+            "sqs eu-west-1/jobs",
+            "queue https://q/1/jobs?X-Amz-Signature=S3CRET gone",
+        );
+        assert!(!error.to_string().contains("S3CRET"), "{error}");
+        assert!(
+            error.to_string().contains("X-Amz-Signature=[redacted]"),
+            "{error}"
         );
     }
 }

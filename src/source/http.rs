@@ -17,6 +17,7 @@ use tokio::task::JoinSet;
 use super::error::{FailureKind, SourceError};
 use crate::guard::credentials::RequestAuth;
 use crate::guard::outbound::{OutboundDenied, OutboundPolicy, PolicyResolver, ResolveError};
+use crate::guard::redact::redact;
 
 pub use crate::guard::config::DEFAULT_MAX_RESPONSE_BYTES;
 
@@ -34,7 +35,67 @@ pub enum ScrapeTarget {
         host: String,
         /// The port to scrape on each address.
         port: u16,
+        /// Which address family counts as the pods (`ipFamily`).
+        family: IpFamily,
     },
+}
+
+/// Which of a name's addresses are its pods (`ipFamily`). A dual-stack
+/// headless Service answers an A and an AAAA record for every ready pod;
+/// scraping both would count each pod twice, so one family is read per name.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum IpFamily {
+    /// IPv4 when the name has any A record, else IPv6.
+    #[default]
+    Auto,
+    /// Only A records; a name with AAAA records only is an error.
+    Ipv4,
+    /// Only AAAA records; a name with A records only is an error.
+    Ipv6,
+}
+
+impl IpFamily {
+    /// `auto`, `ipv4` or `ipv6`.
+    pub fn parse(text: &str) -> Option<IpFamily> {
+        match text {
+            "auto" => Some(IpFamily::Auto),
+            "ipv4" => Some(IpFamily::Ipv4),
+            "ipv6" => Some(IpFamily::Ipv6),
+            _ => None,
+        }
+    }
+
+    /// The metadata spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IpFamily::Auto => "auto",
+            IpFamily::Ipv4 => "ipv4",
+            IpFamily::Ipv6 => "ipv6",
+        }
+    }
+
+    /// The addresses of `addrs` that are pods under this choice, sorted and
+    /// deduplicated; `Err` names the family that was asked for and found
+    /// missing while the other one answered (`addrs` not empty).
+    pub fn select(self, addrs: &[IpAddr]) -> Result<Vec<IpAddr>, &'static str> {
+        let has_v4 = addrs.iter().any(IpAddr::is_ipv4);
+        let want_v4 = match self {
+            IpFamily::Auto => has_v4,
+            IpFamily::Ipv4 => true,
+            IpFamily::Ipv6 => false,
+        };
+        let mut chosen: Vec<IpAddr> = addrs
+            .iter()
+            .copied()
+            .filter(|a| a.is_ipv4() == want_v4)
+            .collect();
+        chosen.sort();
+        chosen.dedup();
+        if chosen.is_empty() && !addrs.is_empty() {
+            return Err(if want_v4 { "IPv4" } else { "IPv6" });
+        }
+        Ok(chosen)
+    }
 }
 
 impl ScrapeTarget {
@@ -86,7 +147,27 @@ impl ScrapeTarget {
             template: url,
             host,
             port,
+            family: IpFamily::Auto,
         })
+    }
+
+    /// The same target reading `family` of its name's addresses (a static
+    /// URL is unchanged: it is one pod whatever its address).
+    pub fn with_family(self, family: IpFamily) -> ScrapeTarget {
+        match self {
+            ScrapeTarget::Dns {
+                template,
+                host,
+                port,
+                ..
+            } => ScrapeTarget::Dns {
+                template,
+                host,
+                port,
+                family,
+            },
+            target => target,
+        }
     }
 
     /// The URLs to scrape now. A DNS name with a definite "no such name" or
@@ -94,7 +175,10 @@ impl ScrapeTarget {
     /// returns) resolves to an empty list; whether that is zero pods or a
     /// lost signal is the trigger's call (zero pods only with a broker
     /// source: docs/decisions/0008). A resolver failure (a timeout, SERVFAIL,
-    /// no resolver) is an error.
+    /// no resolver) is an error. Of a name's addresses, one family counts
+    /// ([`IpFamily::select`]): a dual-stack pod has one A and one AAAA record
+    /// and is one pod. A name with addresses, none of the family `ipFamily`
+    /// asks for, is an error: zero pods would be a guess.
     pub async fn resolve(&self) -> Result<Vec<Url>, SourceError> {
         match self {
             ScrapeTarget::Static(url) => Ok(vec![url.clone()]),
@@ -102,27 +186,39 @@ impl ScrapeTarget {
                 template,
                 host,
                 port,
+                family,
             } => {
-                let addrs: Vec<SocketAddr> =
-                    match tokio::net::lookup_host((host.as_str(), *port)).await {
-                        Ok(addrs) => addrs.collect(),
-                        Err(e) if is_no_such_name(&e) => Vec::new(),
-                        Err(e) => {
-                            return Err(SourceError::new(
-                                FailureKind::Dns {
-                                    no_such_name: false,
-                                },
-                                self.to_string(),
-                                format!("DNS lookup of `{host}` failed: {e}"),
-                            ));
-                        }
-                    };
-                let mut urls = Vec::with_capacity(addrs.len());
-                for addr in addrs {
+                let addrs: Vec<IpAddr> = match tokio::net::lookup_host((host.as_str(), *port)).await
+                {
+                    Ok(addrs) => addrs.map(|a: SocketAddr| a.ip()).collect(),
+                    Err(e) if is_no_such_name(&e) => Vec::new(),
+                    Err(e) => {
+                        return Err(SourceError::new(
+                            FailureKind::Dns {
+                                no_such_name: false,
+                            },
+                            self.to_string(),
+                            format!("DNS lookup of `{host}` failed: {e}"),
+                        ));
+                    }
+                };
+                let chosen = family.select(&addrs).map_err(|missing| {
+                    SourceError::new(
+                        FailureKind::Config,
+                        self.to_string(),
+                        format!(
+                            "`{host}` has no {missing} address (it resolves to {}) and ipFamily is `{}`",
+                            join_addrs(&addrs),
+                            family.as_str()
+                        ),
+                    )
+                })?;
+                let mut urls = Vec::with_capacity(chosen.len());
+                for ip in chosen {
                     let mut url = template.clone();
                     // Cannot fail for an http(s) URL and an IP address, but
                     // stay total rather than assume it.
-                    if url.set_ip_host(addr.ip()).is_ok() {
+                    if url.set_ip_host(ip).is_ok() {
                         urls.push(url);
                     }
                 }
@@ -132,6 +228,15 @@ impl ScrapeTarget {
             }
         }
     }
+}
+
+/// `a, b, c` (at most 4, then `…`), for messages.
+fn join_addrs(addrs: &[IpAddr]) -> String {
+    let mut text: Vec<String> = addrs.iter().take(4).map(IpAddr::to_string).collect();
+    if addrs.len() > 4 {
+        text.push("…".to_owned());
+    }
+    text.join(", ")
 }
 
 /// True for getaddrinfo's definite negative answers: `EAI_NONAME` (NXDOMAIN)
@@ -191,11 +296,14 @@ impl ScrapeTarget {
     }
 }
 
+/// The target as logs, errors, labels and `/explain` show it: the URL with
+/// credential-shaped parts redacted (a token in its query string), since
+/// every output names targets through this Display.
 impl fmt::Display for ScrapeTarget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ScrapeTarget::Static(url) => write!(f, "{url}"),
-            ScrapeTarget::Dns { template, .. } => write!(f, "dns+{template}"),
+            ScrapeTarget::Static(url) => f.write_str(&redact(url.as_str())),
+            ScrapeTarget::Dns { template, .. } => write!(f, "dns+{}", redact(template.as_str())),
         }
     }
 }
@@ -355,7 +463,9 @@ impl HttpScraper {
             let http = self.clone();
             scrapes.spawn(async move {
                 let body = http.get_text(&url).await;
-                (url, body)
+                // From here the URL only names the pod (readings,
+                // `/explain`, errors): keep it redacted.
+                (redact(url.as_str()), body)
             });
         }
         let mut bodies = Vec::new();
@@ -389,8 +499,9 @@ impl HttpScraper {
 /// What one scrape of every target got.
 #[derive(Debug, Default)]
 pub struct Scraped {
-    /// Each URL scraped and its body, sorted by URL.
-    pub bodies: Vec<(Url, String)>,
+    /// Each URL scraped, as readings and errors name the pod (credential-
+    /// shaped parts redacted), and its body; sorted by URL.
+    pub bodies: Vec<(String, String)>,
     /// `dns+` targets whose name has no addresses (NXDOMAIN or no records).
     pub empty_names: Vec<String>,
 }

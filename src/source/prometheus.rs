@@ -13,9 +13,10 @@ use reqwest::Url;
 use serde::{Deserialize, Serialize};
 
 use super::context::SourceContext;
-use super::dcgm::GPU_UTIL;
+use super::dcgm::{DCGM_POD_LABELS, GPU_UTIL, GR_ENGINE_ACTIVE};
 use super::engine::names::Engine;
 use super::error::{FailureKind, SourceError};
+use crate::guard::redact::redact;
 
 /// Identity of one PromQL query.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -98,9 +99,10 @@ fn parse_value(raw: &str) -> Option<f64> {
 }
 
 impl PromQuery {
-    /// A short label: server and query.
+    /// A short label: server and query, credential-shaped parts redacted
+    /// (`prometheusAddress` may carry an `access_token` parameter).
     pub fn label(&self) -> String {
-        format!("prometheus {} {}", self.address, self.query)
+        redact(&format!("prometheus {} {}", self.address, self.query))
     }
 
     /// Run the instant query once.
@@ -109,9 +111,14 @@ impl PromQuery {
         let path = format!("{}/api/v1/query", url.path().trim_end_matches('/'));
         url.set_path(&path);
         url.query_pairs_mut().append_pair("query", &self.query);
+        // The profile's credentials as their files hold them now (a rotated
+        // token is sent from the first query after it was written).
+        let auth = ctx
+            .prometheus_auth(self.auth_profile.as_deref())
+            .map_err(|e| SourceError::new(FailureKind::Config, self.label(), e.to_string()))?;
         let body = ctx
             .http
-            .get_text_with(&url, ctx.prometheus_auth(self.auth_profile.as_deref()))
+            .get_text_with(&url, auth.as_deref())
             .await
             .map_err(|e| self.name_query(e))?;
         self.parse_response(&body)
@@ -213,45 +220,95 @@ impl DefaultQueries {
         if let Some(ns) = namespace {
             matchers.push(format!("namespace={}", promql_string(ns)));
         }
-        for rank in names.rank_labels {
-            // Older SGLang has no rank labels: match "0" or absent.
-            matchers.push(format!("{rank}=~\"0|\""));
-        }
         DefaultQueries {
             selector: matchers.join(","),
             engine,
         }
     }
 
-    fn sel(&self, metric: &str) -> String {
-        format!("{metric}{{{}}}", self.selector)
+    fn sel(&self, metric: &str, extra: &str) -> String {
+        let matchers: Vec<&str> = [self.selector.as_str(), extra]
+            .into_iter()
+            .filter(|m| !m.is_empty())
+            .collect();
+        format!("{metric}{{{}}}", matchers.join(","))
     }
 
-    /// `sum(waiting)`.
+    /// One pod's value of a scheduler gauge: SGLang's ranks of one
+    /// data-parallel group report the same queue, so their series collapse
+    /// to one (`max without` the rank labels; the values are equal).
+    fn per_group(&self, metric: &str, extra: &str) -> String {
+        let series = self.sel(metric, extra);
+        match self.engine.metrics().scheduler {
+            Some(s) => {
+                let ranks: Vec<&str> = s.ranks.iter().chain(s.rank_attached).copied().collect();
+                format!("max without ({}) ({series})", ranks.join(", "))
+            }
+            None => series,
+        }
+    }
+
+    /// `sum` of a gauge as the scrape path reads it: with SGLang's priority
+    /// scheduling the `priority=""` total, else the breakdown summed; never
+    /// both.
+    fn summed(&self, metric: &str) -> String {
+        match self.engine.metrics().scheduler {
+            Some(s) => format!(
+                "sum({}) or sum({})",
+                self.per_group(metric, &format!("{}=\"\"", s.priority)),
+                self.per_group(metric, &format!("{}!=\"\"", s.priority))
+            ),
+            None => format!("sum({})", self.sel(metric, "")),
+        }
+    }
+
+    /// `W`: the sum of the waiting gauge, or of the labelled gauge that
+    /// replaces it when Prometheus has it (vLLM's `reason="capacity"`,
+    /// Triton TensorRT-LLM's `request_type="waiting"`).
     pub fn waiting(&self) -> String {
-        format!("sum({})", self.sel(self.engine.metrics().waiting))
+        let names = self.engine.metrics();
+        let plain = self.summed(names.waiting);
+        match names.waiting_preferred {
+            Some(p) => format!(
+                "sum({}) or {plain}",
+                self.sel(p.family, &format!("{}={}", p.label, promql_string(p.value)))
+            ),
+            None => plain,
+        }
     }
 
-    /// `sum(running)`, if the engine has the gauge.
+    /// `R`: the sum of the running gauge, if every server of the engine has
+    /// one.
     pub fn running(&self) -> Option<String> {
-        self.engine
-            .metrics()
-            .running
-            .map(|m| format!("sum({})", self.sel(m)))
+        self.engine.metrics().running.map(|m| self.summed(m))
     }
 
-    /// Pods reporting: `count(waiting)`.
+    /// Pods reporting: `count` of the waiting gauge with the labels that
+    /// split one pod's gauge (vLLM's `engine`, SGLang's ranks, groups and
+    /// priorities) aggregated away, so `n` counts pods.
     pub fn replicas(&self) -> String {
-        format!("count({})", self.sel(self.engine.metrics().waiting))
+        let names = self.engine.metrics();
+        let mut split: Vec<&str> = names.split_labels.to_vec();
+        if let Some(s) = names.scheduler {
+            split.extend(s.ranks.iter().chain(s.rank_attached));
+            split.push(s.priority);
+        }
+        let series = self.sel(names.waiting, "");
+        if split.is_empty() {
+            format!("count({series})")
+        } else {
+            format!("count(max without ({}) ({series}))", split.join(", "))
+        }
     }
 
-    /// Mean KV usage, any of the engine's names.
+    /// Mean KV usage, any of the engine's names (the newest wins where a
+    /// pod has both).
     pub fn kv_cache(&self) -> Option<String> {
         let names = self.engine.metrics().kv_cache;
         if names.is_empty() {
             return None;
         }
-        let alternatives: Vec<String> = names.iter().map(|n| self.sel(n)).collect();
+        let alternatives: Vec<String> = names.iter().map(|n| self.per_group(n, "")).collect();
         Some(format!("avg({})", alternatives.join(" or ")))
     }
 
@@ -260,7 +317,7 @@ impl DefaultQueries {
         let h = self.engine.metrics().ttft?;
         let q = format!(
             "histogram_quantile({quantile}, sum by (le) (rate({}[{window_seconds}s])))",
-            self.sel(&format!("{}_bucket", h.family))
+            self.sel(&format!("{}_bucket", h.family), "")
         );
         Some(if h.to_seconds == 1.0 {
             q
@@ -269,16 +326,55 @@ impl DefaultQueries {
         })
     }
 
-    /// Mean `DCGM_FI_DEV_GPU_UTIL` over the workload's GPUs.
+    /// Mean GPU utilisation (percent) over the workload's GPUs, read as the
+    /// scrape path reads it: a MIG instance's `DCGM_FI_PROF_GR_ENGINE_ACTIVE`
+    /// × 100 (it has no usable `DCGM_FI_DEV_GPU_UTIL`), else
+    /// `DCGM_FI_DEV_GPU_UTIL`, else `DCGM_FI_PROF_GR_ENGINE_ACTIVE` × 100; the
+    /// pod labels as dcgm-exporter writes them (`pod`/`namespace`), with
+    /// `--use-old-namespace` (`pod_name`/`pod_namespace`) or as Prometheus
+    /// stores them under `honorLabels: false`
+    /// (`exported_pod`/`exported_namespace`). `or` keeps the first of these
+    /// per GPU (same labels apart from the metric name).
     pub fn gpu_util(namespace: Option<&str>, pod_regex: Option<&str>) -> String {
-        let mut matchers = Vec::new();
-        if let Some(ns) = namespace {
-            matchers.push(format!("namespace={}", promql_string(ns)));
+        let forms: &[(&str, &str)] = if namespace.is_none() && pod_regex.is_none() {
+            &[("namespace", "pod")]
+        } else {
+            &DCGM_POD_LABELS
+        };
+        let selectors: Vec<String> = forms
+            .iter()
+            .map(|(ns_label, pod_label)| {
+                let mut matchers = Vec::new();
+                if let Some(ns) = namespace {
+                    matchers.push(format!("{ns_label}={}", promql_string(ns)));
+                }
+                if let Some(re) = pod_regex {
+                    matchers.push(format!("{pod_label}=~{}", promql_string(re)));
+                }
+                matchers.join(",")
+            })
+            .collect();
+        let with = |sel: &str, extra: &str| -> String {
+            [sel, extra]
+                .into_iter()
+                .filter(|m| !m.is_empty())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let mut terms = Vec::new();
+        for s in &selectors {
+            terms.push(format!(
+                "({GR_ENGINE_ACTIVE}{{{}}} * 100)",
+                with(s, "GPU_I_ID!=\"\"")
+            ));
         }
-        if let Some(re) = pod_regex {
-            matchers.push(format!("pod=~{}", promql_string(re)));
+        for s in &selectors {
+            terms.push(format!("{GPU_UTIL}{{{s}}}"));
         }
-        format!("avg({}{{{}}})", GPU_UTIL, matchers.join(","))
+        for s in &selectors {
+            terms.push(format!("({GR_ENGINE_ACTIVE}{{{s}}} * 100)"));
+        }
+        format!("avg({})", terms.join(" or "))
     }
 }
 
@@ -351,9 +447,10 @@ mod tests {
     #[test]
     fn default_queries_use_engine_names_and_filters() {
         let q = DefaultQueries::new(Engine::Vllm, Some("m\"x"), Some("inference"));
+        // vLLM 0.33: requests waiting for capacity, else (older) the total.
         assert_eq!(
             q.waiting(),
-            r#"sum(vllm:num_requests_waiting{model_name="m\"x",namespace="inference"})"#
+            r#"sum(vllm:num_requests_waiting_by_reason{model_name="m\"x",namespace="inference",reason="capacity"}) or sum(vllm:num_requests_waiting{model_name="m\"x",namespace="inference"})"#
         );
         assert_eq!(
             q.ttft(0.95, 60).expect("vllm has ttft"),
@@ -364,17 +461,44 @@ mod tests {
                 .expect("kv")
                 .contains(" or vllm:gpu_cache_usage_perc{")
         );
+        // Data-parallel engines of one pod are one replica.
+        assert_eq!(
+            q.replicas(),
+            r#"count(max without (engine) (vllm:num_requests_waiting{model_name="m\"x",namespace="inference"}))"#
+        );
         let t = DefaultQueries::new(Engine::Triton, None, None);
         assert!(t.ttft(0.5, 30).expect("triton").ends_with("* 0.001"));
         assert_eq!(t.running(), None);
+        assert_eq!(
+            t.waiting(),
+            r#"sum(nv_trt_llm_request_metrics{request_type="waiting"}) or sum(nv_inference_pending_request_count{})"#
+        );
         let s = DefaultQueries::new(Engine::Sglang, None, None);
+        // One scheduler per data-parallel group; the priority="" total, else
+        // the breakdown (never both).
         assert_eq!(
             s.waiting(),
-            r#"sum(sglang:num_queue_reqs{tp_rank=~"0|",pp_rank=~"0|"})"#
+            r#"sum(max without (pp_rank, tp_rank, moe_ep_rank, pid) (sglang:num_queue_reqs{priority=""})) or sum(max without (pp_rank, tp_rank, moe_ep_rank, pid) (sglang:num_queue_reqs{priority!=""}))"#
         );
         assert_eq!(
-            DefaultQueries::gpu_util(Some("inference"), Some("vllm-.*")),
-            r#"avg(DCGM_FI_DEV_GPU_UTIL{namespace="inference",pod=~"vllm-.*"})"#
+            s.replicas(),
+            r#"count(max without (dp_rank, pp_rank, tp_rank, moe_ep_rank, pid, priority) (sglang:num_queue_reqs{}))"#
         );
+        assert_eq!(
+            s.kv_cache().expect("kv"),
+            r#"avg(max without (pp_rank, tp_rank, moe_ep_rank, pid) (sglang:token_usage{}))"#
+        );
+        let gpu = DefaultQueries::gpu_util(Some("inference"), Some("vllm-.*"));
+        assert!(gpu.starts_with(
+            r#"avg((DCGM_FI_PROF_GR_ENGINE_ACTIVE{namespace="inference",pod=~"vllm-.*",GPU_I_ID!=""} * 100) or (DCGM_FI_PROF_GR_ENGINE_ACTIVE{pod_namespace="inference",pod_name=~"vllm-.*",GPU_I_ID!=""} * 100) or "#
+        ), "{gpu}");
+        for part in [
+            r#" or DCGM_FI_DEV_GPU_UTIL{namespace="inference",pod=~"vllm-.*"} or "#,
+            r#" or DCGM_FI_DEV_GPU_UTIL{exported_namespace="inference",exported_pod=~"vllm-.*"} or "#,
+            r#" or (DCGM_FI_PROF_GR_ENGINE_ACTIVE{pod_namespace="inference",pod_name=~"vllm-.*"} * 100) or "#,
+        ] {
+            assert!(gpu.contains(part), "{part} in {gpu}");
+        }
+        assert_eq!(gpu.matches(" or ").count(), 8, "3 label forms × 3 fields");
     }
 }

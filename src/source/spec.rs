@@ -29,7 +29,8 @@ pub enum SourceSpec {
 }
 
 impl SourceSpec {
-    /// A short, stable, credential-free label for logs and self-metrics.
+    /// A short, stable label for logs, `/explain` and self-metrics; each
+    /// source's label is redacted when built (`crate::guard::redact`).
     pub fn label(&self) -> String {
         match self {
             SourceSpec::Engine(source) => source.label(),
@@ -55,9 +56,11 @@ impl SourceSpec {
             SourceSpec::Prometheus(query) => {
                 policy.check_url(&query.address).err().into_iter().collect()
             }
-            // The hosts a broker source names; librdkafka and the AWS SDK
-            // resolve names themselves, so resolved addresses of brokers are
-            // not checked (docs/decisions/0005).
+            // The hosts a broker source names, as for every source: a name
+            // against the host patterns, an IP literal against the CIDRs.
+            // Their addresses, and the brokers a Kafka cluster advertises,
+            // are only known after DNS or a metadata answer, so the broker
+            // clients check them at connect time (docs/decisions/0005).
             SourceSpec::Broker(source) => broker_hosts(source)
                 .iter()
                 .filter_map(|host| policy.check_host(host).err())
@@ -73,7 +76,9 @@ pub struct SourceMemory {
     pub broker: BrokerMemory,
 }
 
-/// Host names (or `host:port`) a broker source connects to first.
+/// The hosts (names or IP literals, without ports) a broker source names:
+/// SQS `awsEndpoint` and the host of a `queueURL`, every Kafka bootstrap
+/// server, the RabbitMQ host.
 fn broker_hosts(source: &BrokerSource) -> Vec<String> {
     let host_of = |url: &str| {
         reqwest::Url::parse(url)

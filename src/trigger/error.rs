@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use super::redact::redact;
+use crate::guard::redact::redact;
 
 /// A metadata value as an error echoes it: credential-shaped parts (URL
 /// userinfo, credential query parameters, `Bearer …`) replaced by

@@ -1,7 +1,8 @@
 //! Every metadata key backlog-scaler reads, engine and broker alike: the
 //! user reference. Each constant's doc comment gives the meaning, type and
-//! default; the README's metadata tables are generated from the same text by
-//! hand, so keep both in step. Broker keys keep KEDA's names and defaults
+//! default; the README's metadata tables carry the same text, and
+//! `tests/readme.rs` fails when a key here has no row there (or a row names a
+//! key the registry does not have). Broker keys keep KEDA's names and defaults
 //! where KEDA's built-in scaler has the concept. A key `xFromEnv` is read as
 //! `x` (KEDA resolves it from the workload's environment).
 
@@ -9,8 +10,8 @@
 
 /// Comma-separated list of engine pod metrics URLs to scrape directly, e.g.
 /// `http://10.0.0.7:8000/metrics`. An entry `dns+http://NAME:PORT/PATH` is
-/// resolved on every poll and each address is scraped: point it at a
-/// headless Service to follow every ready pod. A URL without a path gets
+/// resolved on every poll and each address of one family (`ipFamily`) is
+/// scraped: point it at a headless Service to follow every ready pod. A URL without a path gets
 /// `/metrics`. One of `vllmTargets` or `prometheusAddress` is required.
 pub const VLLM_TARGETS: &str = "vllmTargets";
 /// Inference server the pods run: `vllm` (default), `sglang`, `triton` or
@@ -19,6 +20,13 @@ pub const ENGINE: &str = "engine";
 /// Only count series whose model label (`model_name`; Triton: `model`)
 /// equals this value. Default: every model. TGI has no model label.
 pub const MODEL_NAME: &str = "modelName";
+/// Which addresses of a `dns+` name (in `vllmTargets` and `dcgmTargets`)
+/// are the pods: `auto` (default: IPv4 when the name has any A record,
+/// else IPv6), `ipv4` or `ipv6`. One family per name, because a dual-stack
+/// headless Service answers an A and an AAAA record for every pod. A name
+/// whose addresses are all of the other family is a failed reading (never
+/// zero pods). Needs a `dns+` target.
+pub const IP_FAMILY: &str = "ipFamily";
 
 // --- Engine signals, Prometheus ------------------------------------------------
 
@@ -62,14 +70,18 @@ pub const AUTH_PROFILE: &str = "authProfile";
 // --- Fusion ------------------------------------------------------------------
 
 /// `T`: the backlog one replica should absorb, in requests. Required, a
-/// number > 0. KEDA's HPA computes `desiredReplicas = ceil(B / T)`.
+/// number > 0. KEDA's HPA computes `desiredReplicas = ceil(B / T)`. KEDA's
+/// `threshold` is an alias.
 pub const TARGET_BACKLOG_PER_REPLICA: &str = "targetBacklogPerReplica";
 /// `C`: requests one replica runs at full batch (vLLM `--max-num-seqs`).
 /// When set, running requests join the backlog as `T·R/C`, so a full pod
 /// counts as one replica's worth of work. A number > 0. Default: unset.
 pub const RUNNING_PER_REPLICA: &str = "runningPerReplica";
 /// `A`: the trigger is active (KEDA scales from zero) when `B > A`,
-/// strictly, as KEDA's own activation thresholds. A number ≥ 0. Default 0.
+/// strictly, as KEDA's own activation thresholds. With Kafka, `B` counted
+/// with the lag KEDA's IsActive counts (persistent lag included, before the
+/// partition cap). A number ≥ 0. Default 0. KEDA's `activationThreshold`
+/// is an alias.
 pub const ACTIVATION_BACKLOG: &str = "activationBacklog";
 
 // --- Policy ------------------------------------------------------------------
@@ -124,7 +136,8 @@ pub const KV_CACHE_TARGET: &str = "kvCacheTarget";
 // --- GPU guard -----------------------------------------------------------------
 
 /// Comma-separated dcgm-exporter URLs (same `dns+` discovery as
-/// `vllmTargets`) to read `DCGM_FI_DEV_GPU_UTIL` from. Requires
+/// `vllmTargets`) to read `DCGM_FI_DEV_GPU_UTIL` from (on a MIG instance, or
+/// any GPU without it, `DCGM_FI_PROF_GR_ENGINE_ACTIVE` × 100). Requires
 /// `podSelectorRegex`.
 pub const DCGM_TARGETS: &str = "dcgmTargets";
 /// Regular expression the GPU's `pod` label must match in full, e.g.
@@ -187,7 +200,9 @@ pub const BOOTSTRAP_SERVERS: &str = "bootstrapServers";
 /// scaler never joins it). Required with `bootstrapServers`.
 pub const CONSUMER_GROUP: &str = "consumerGroup";
 /// Kafka: the topic. Default: every topic on which the group has
-/// committed an offset (internal `__` topics excluded).
+/// committed an offset (internal `__` topics excluded); then a group with
+/// no committed offset (or none at all) is a failed reading naming the
+/// group, never a measured 0.
 pub const TOPIC: &str = "topic";
 /// Kafka: lag of a partition without a committed offset: `latest`
 /// (default) counts 1, `earliest` counts the high watermark (every
@@ -202,7 +217,8 @@ pub const SCALE_TO_ZERO_ON_INVALID_OFFSET: &str = "scaleToZeroOnInvalidOffset";
 pub const ALLOW_IDLE_CONSUMERS: &str = "allowIdleConsumers";
 /// Kafka: `true` counts 0 (for scaling) on a partition whose committed
 /// offset has not moved since the previous reading, e.g. a poison
-/// message; such lag still counts for activation, as in KEDA. Default `false`.
+/// message; such lag still counts for activation (`activationBacklog`), as
+/// KEDA's IsActive counts `lagWithPersistent`. Default `false`.
 pub const EXCLUDE_PERSISTENT_LAG: &str = "excludePersistentLag";
 /// Kafka: `true` caps replicas at the number of partitions that have
 /// lag, instead of all partitions. Needs `topic`; not with
@@ -246,10 +262,58 @@ pub const ENABLE_TLS: &str = "enableTLS";
 /// KEDA's own key: skip TLS verification on KEDA's side. Accepted and ignored.
 pub const UNSAFE_SSL: &str = "unsafeSsl";
 
+// --- Names of KEDA's built-in scalers ------------------------------------------
+// A trigger copied from a built-in scaler (type changed to `external`,
+// `scalerAddress` added) keeps that scaler's keys. Where the meaning is the
+// same here, the name is an alias; where it is not, the key is refused with
+// what to write instead (`keda_names.rs`), never read as something else.
+
+/// Alias of `targetBacklogPerReplica`: KEDA's prometheus scaler (and the
+/// others with a `query`) calls the per-replica target of the metric it
+/// returns `threshold`; the metric returned here is `B`, whose target is
+/// `T`. Same rules (a number > 0). Setting both is refused.
+pub const THRESHOLD: &str = "threshold";
+/// Alias of `activationBacklog`: in KEDA's prometheus scaler the trigger is
+/// active when the metric is greater than `activationThreshold` (strictly,
+/// default 0), as it is here when `B > A`. Same rules (a number ≥ 0).
+/// Setting both is refused.
+pub const ACTIVATION_THRESHOLD: &str = "activationThreshold";
+/// Refused: KEDA's kafka `lagThreshold` is lag per replica in messages
+/// (default 10). Write `targetBacklogPerReplica` = lagThreshold ×
+/// `messageWeight` (one replica absorbs T requests, a message counts `w`).
+pub const LAG_THRESHOLD: &str = "lagThreshold";
+/// Refused: KEDA's kafka `activationLagThreshold` compares the lag in
+/// messages. Write `activationBacklog` = activationLagThreshold ×
+/// `messageWeight` (the activation rule compares `B`, which counts `w·Q`).
+pub const ACTIVATION_LAG_THRESHOLD: &str = "activationLagThreshold";
+/// Refused: KEDA's aws-sqs-queue `queueLength` (default 5; RabbitMQ's
+/// deprecated name for `value`) is messages per replica. Write
+/// `targetBacklogPerReplica` = queueLength × `messageWeight`.
+pub const QUEUE_LENGTH: &str = "queueLength";
+/// Refused: KEDA's aws-sqs-queue `activationQueueLength` compares the queue
+/// in messages. Write `activationBacklog` = activationQueueLength ×
+/// `messageWeight`.
+pub const ACTIVATION_QUEUE_LENGTH: &str = "activationQueueLength";
+/// Refused: KEDA's rabbitmq `value` is the per-replica target of its
+/// `mode`: messages under `QueueLength` (write `targetBacklogPerReplica` =
+/// value × `messageWeight`); the rate modes have no equivalent here.
+pub const VALUE: &str = "value";
+/// Refused: KEDA's rabbitmq `activationValue` compares its `mode`'s value
+/// (messages under `QueueLength`). Write `activationBacklog` =
+/// activationValue × `messageWeight`.
+pub const ACTIVATION_VALUE: &str = "activationValue";
+/// Refused: KEDA's prometheus `query` is the metric itself (one series; an
+/// empty answer reads 0 by default). The nearest here is `waitingQuery`,
+/// requests waiting, which sums its series and reads an empty answer as a
+/// lost signal unless `replicasQuery` answers 0: write `waitingQuery`.
+pub const QUERY: &str = "query";
+
 // --- Groups ------------------------------------------------------------------
 
 /// Engine signals read by scraping the pods.
 pub const SCRAPE: &[&str] = &[VLLM_TARGETS, ENGINE, MODEL_NAME];
+/// How `dns+` targets (engine and dcgm) are discovered.
+pub const DISCOVERY: &[&str] = &[IP_FAMILY];
 /// Engine and GPU signals read with PromQL (`authProfile` is also a broker key).
 pub const PROMETHEUS: &[&str] = &[
     PROMETHEUS_ADDRESS,
@@ -388,6 +452,7 @@ pub const ALL: &[&str] = &[
     POLL_INTERVAL_SECONDS,
     MAX_SIGNAL_AGE_SECONDS,
     METRIC_NAME,
+    IP_FAMILY,
     QUEUE_URL,
     AWS_REGION,
     AWS_ENDPOINT,
@@ -410,9 +475,25 @@ pub const ALL: &[&str] = &[
 ];
 /// Keys KEDA itself reads and forwards with the rest.
 pub const KEDAS: &[&str] = &[SCALER_ADDRESS, ENABLE_TLS, UNSAFE_SSL];
+/// KEDA built-in scalers' names read as ours: `(alias, key)`.
+pub const KEDA_ALIASES: &[(&str, &str)] = &[
+    (THRESHOLD, TARGET_BACKLOG_PER_REPLICA),
+    (ACTIVATION_THRESHOLD, ACTIVATION_BACKLOG),
+];
+/// KEDA built-in scalers' names refused with what to write instead.
+pub const KEDA_REFUSED: &[&str] = &[
+    LAG_THRESHOLD,
+    ACTIVATION_LAG_THRESHOLD,
+    QUEUE_LENGTH,
+    ACTIVATION_QUEUE_LENGTH,
+    VALUE,
+    ACTIVATION_VALUE,
+    QUERY,
+];
 /// Every group, for checks that each key of [`ALL`] has its place.
 pub const GROUPS: &[&[&str]] = &[
     SCRAPE,
+    DISCOVERY,
     PROMETHEUS,
     FUSION,
     CAPACITY_POLICY,
@@ -441,6 +522,15 @@ mod tests {
             let expected = if *key == AUTH_PROFILE { 2 } else { 1 };
             assert_eq!(groups, expected, "{key} is in {groups} groups");
             assert!(!KEDAS.contains(key), "{key} is also KEDA's");
+            assert!(!KEDA_REFUSED.contains(key), "{key} is also refused");
+            assert!(
+                !KEDA_ALIASES.iter().any(|(alias, _)| alias == key),
+                "{key} is also an alias"
+            );
+        }
+        for (alias, key) in KEDA_ALIASES {
+            assert!(ALL.contains(key), "{alias} → {key}, not a key");
+            assert!(!KEDA_REFUSED.contains(alias) && !KEDAS.contains(alias));
         }
         for group in GROUPS {
             assert!(group.iter().all(|k| ALL.contains(k)), "{group:?}");

@@ -13,14 +13,17 @@ mod defaults;
 mod engine;
 mod error;
 mod gpu;
+mod keda_names;
 pub mod keys;
 mod latency;
 pub mod params;
 mod policy;
-mod redact;
 mod spec;
 mod values;
 
+/// The redactor `invalid()` echoes values through (it lives in `guard/`,
+/// where sources and telemetry can use it too).
+pub use crate::guard::redact::redact;
 pub use broker::BrokerTrigger;
 pub use defaults::{
     DEFAULT_ARRIVAL_SMOOTHING_SECONDS, DEFAULT_DRAIN_HORIZON_SECONDS, DEFAULT_GPU_BUSY_PERCENT,
@@ -31,6 +34,5 @@ pub use engine::{EngineInput, PromSignals};
 pub use error::{MetadataError, MetadataErrors, Redacted, invalid};
 pub use gpu::GpuInput;
 pub use latency::TtftSettings;
-pub use redact::redact;
 pub use spec::TriggerSpec;
 pub use values::Metadata;

@@ -12,7 +12,8 @@ use super::latency::{TtftSettings, latency_guard, ttft_settings};
 use super::params::{FusionParams, Policy};
 use super::policy::policy;
 use super::values::{
-    Metadata, number, optional_non_negative, optional_positive, required_positive, whole_seconds,
+    Metadata, ip_family, number, optional_non_negative, optional_positive, required_positive,
+    whole_seconds,
 };
 use crate::source::{Engine, SourceSpec};
 
@@ -91,6 +92,7 @@ impl TriggerSpec {
             }),
         };
 
+        ip_family(&md, &mut errors);
         let latency = latency_guard(&md, &mut errors);
         let ttft = ttft_settings(&md, &mut errors);
         let kv_cache_target = number(

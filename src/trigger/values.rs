@@ -5,9 +5,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::error::{MetadataError, invalid};
+use super::error::{MetadataError, conflict, invalid};
+use super::keda_names::refusal;
 use super::keys;
 use crate::source::ScrapeTarget;
+use crate::source::http::IpFamily;
 
 /// The metadata map with `xFromEnv` keys folded onto `x`, remembering the
 /// spelling each value arrived under so errors name the key the user wrote.
@@ -18,16 +20,29 @@ pub struct Metadata<'a> {
 
 impl<'a> Metadata<'a> {
     /// Fold `metadata`, reporting keys that are neither in [`keys::ALL`] nor
-    /// KEDA's own ([`keys::KEDAS`]).
+    /// KEDA's own ([`keys::KEDAS`]). A KEDA scaler's name that means the same
+    /// here ([`keys::KEDA_ALIASES`]) is folded onto our key (both set is a
+    /// conflict); one that means something else ([`keys::KEDA_REFUSED`]) is
+    /// refused with what to write instead.
     pub fn fold<I>(metadata: I, errors: &mut Vec<MetadataError>) -> Metadata<'a>
     where
         I: IntoIterator<Item = (&'a str, &'a str)>,
     {
         let mut folded = Metadata::default();
+        let mut aliased = Vec::new();
+        let mut refused = Vec::new();
         for (sent_key, value) in metadata {
             // KEDA resolves `xFromEnv` from the workload's env and keeps the key name.
             let key = sent_key.strip_suffix("FromEnv").unwrap_or(sent_key);
             if keys::KEDAS.contains(&key) {
+                continue;
+            }
+            if let Some(&(alias, known)) = keys::KEDA_ALIASES.iter().find(|(a, _)| *a == key) {
+                aliased.push((alias, known, sent_key, value.trim()));
+                continue;
+            }
+            if let Some(&refused_key) = keys::KEDA_REFUSED.iter().find(|k| **k == key) {
+                refused.push((refused_key, sent_key, value.trim()));
                 continue;
             }
             match keys::ALL.iter().find(|k| **k == key) {
@@ -39,6 +54,26 @@ impl<'a> Metadata<'a> {
                     nearest: nearest_key(key),
                 }),
             }
+        }
+        // After the loop: metadata arrives as a map, in no order.
+        for (alias, known, sent_key, value) in aliased {
+            if folded.values.contains_key(known) {
+                errors.push(conflict(
+                    alias,
+                    format!("is an alias of `{known}`; set only one"),
+                ));
+            } else {
+                folded.values.insert(known, (sent_key, value));
+            }
+        }
+        // Refusals convert messages to requests with the trigger's own weight.
+        let weight = folded
+            .text(keys::MESSAGE_WEIGHT)
+            .and_then(|w| w.parse::<f64>().ok())
+            .filter(|w| w.is_finite() && *w > 0.0)
+            .unwrap_or(1.0);
+        for (key, sent_key, value) in refused {
+            errors.push(refusal(sent_key, key, value, weight));
         }
         folded
     }
@@ -226,10 +261,16 @@ pub fn targets(
     errors: &mut Vec<MetadataError>,
 ) -> Option<Vec<ScrapeTarget>> {
     let (sent_key, raw) = md.get(key)?;
+    // `ipFamily` itself is checked once, in `ip_family`.
+    let family = md
+        .text(keys::IP_FAMILY)
+        .and_then(IpFamily::parse)
+        .unwrap_or_default();
     let mut targets = Vec::new();
     for entry in raw.split(',').map(str::trim).filter(|e| !e.is_empty()) {
         match ScrapeTarget::parse(entry) {
             Ok(target) => {
+                let target = target.with_family(family);
                 if !targets.contains(&target) {
                     targets.push(target);
                 }
@@ -249,4 +290,27 @@ pub fn targets(
         return None;
     }
     Some(targets)
+}
+
+/// `ipFamily`, validated: one of its values, and only with a `dns+` entry in
+/// `vllmTargets` or `dcgmTargets` (elsewhere it would do nothing).
+pub fn ip_family(md: &Metadata<'_>, errors: &mut Vec<MetadataError>) {
+    let Some((sent_key, raw)) = md.get(keys::IP_FAMILY) else {
+        return;
+    };
+    if IpFamily::parse(raw).is_none() {
+        errors.push(invalid(sent_key, raw, "`auto`, `ipv4` or `ipv6`"));
+        return;
+    }
+    let has_dns = [keys::VLLM_TARGETS, keys::DCGM_TARGETS].iter().any(|k| {
+        md.text(k)
+            .is_some_and(|list| list.split(',').any(|e| e.trim().starts_with("dns+")))
+    });
+    if !has_dns {
+        errors.push(invalid(
+            sent_key,
+            raw,
+            "applies to `dns+` entries of `vllmTargets` or `dcgmTargets`; there is none",
+        ));
+    }
 }

@@ -30,6 +30,7 @@ fn pod(waiting: f64, running: f64) -> PodReading {
         kv_cache_usage: Some(0.5),
         ttft: None,
         finished_total: Some(0.0),
+        read: Default::default(),
     }
 }
 

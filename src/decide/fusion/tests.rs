@@ -401,3 +401,37 @@ fn huge_backlog_saturates_instead_of_overflowing() {
     let d = fuse(&FusionParams::with_target(1e-300), &signals(1e300, 0.0, 1));
     assert_eq!(d.desired_replicas, u64::MAX);
 }
+
+#[test]
+fn activation_counts_the_broker_term_kafka_activation_counts() {
+    let p = params(10.0, None, 0.0);
+    // Kafka with excludePersistentLag: 0 for scaling, 3 with persistent lag.
+    let s = Signals {
+        broker_backlog: Some(0.0),
+        broker_activation: Some(3.0),
+        ..Signals::default()
+    };
+    let d = fuse(&p, &s);
+    assert_eq!((d.backlog, d.desired_replicas), (0.0, 0));
+    assert_eq!(d.activation_value, 3.0);
+    assert!(d.active, "persistent lag still wakes the Deployment");
+    assert_eq!(d.components.activation_broker_term, Some(3.0));
+    // With engine work the activation value adds the same terms as B.
+    let s = Signals {
+        waiting: 2.0,
+        broker_backlog: Some(0.0),
+        broker_activation: Some(3.0),
+        ..Signals::default()
+    };
+    let d = fuse(&params(10.0, None, 4.0), &s);
+    assert_eq!((d.backlog, d.activation_value, d.active), (2.0, 5.0, true));
+    // Equal terms change nothing: activation is B > A.
+    let s = Signals {
+        broker_backlog: Some(3.0),
+        broker_activation: Some(3.0),
+        ..Signals::default()
+    };
+    let d = fuse(&params(10.0, None, 3.0), &s);
+    assert_eq!((d.activation_value, d.active), (3.0, false));
+    assert_eq!(d.components.activation_broker_term, None);
+}

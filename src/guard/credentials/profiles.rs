@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::error::{ProfileError, Section, valid_profile_name};
-use super::sections::{AwsProfile, KafkaProfile, PrometheusProfile, RabbitMqProfile, RequestAuth};
+use super::rotation::PrometheusAuth;
+use super::sections::{AwsProfile, KafkaProfile, PrometheusProfile, RabbitMqProfile};
 
 /// Every named profile: the `profiles` map of the `--config` file.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
@@ -164,14 +165,15 @@ impl Profiles {
         Ok(())
     }
 
-    /// Prometheus credentials of every profile that has them, read now.
+    /// Prometheus credentials of every profile that has them, read now and
+    /// read again whenever one of their files changes.
     pub fn prometheus_auth(
         &self,
-    ) -> Result<std::collections::HashMap<String, RequestAuth>, ProfileError> {
+    ) -> Result<std::collections::HashMap<String, PrometheusAuth>, ProfileError> {
         let mut auth = std::collections::HashMap::new();
         for (name, profile) in &self.profiles {
             if let Some(prometheus) = &profile.prometheus {
-                auth.insert(name.clone(), prometheus.request_auth(name)?);
+                auth.insert(name.clone(), PrometheusAuth::load(name, prometheus)?);
             }
         }
         Ok(auth)

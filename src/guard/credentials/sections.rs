@@ -36,6 +36,24 @@ pub struct BasicAuth {
 }
 
 impl PrometheusProfile {
+    /// The files this section's secrets are read from (`{file: …}`), in
+    /// field order: the files `PrometheusAuth` watches.
+    pub fn files(&self) -> Vec<&std::path::Path> {
+        let basic = self
+            .basic_auth
+            .iter()
+            .flat_map(|b| [&b.username, &b.password]);
+        self.bearer_token
+            .iter()
+            .chain(basic)
+            .chain(self.headers.values())
+            .filter_map(|secret| match secret {
+                SecretRef::File(path) => Some(path.as_path()),
+                SecretRef::Value(_) | SecretRef::Env(_) => None,
+            })
+            .collect()
+    }
+
     /// Read every secret into request credentials.
     pub fn request_auth(&self, profile: &str) -> Result<RequestAuth, ProfileError> {
         let bearer_token = match &self.bearer_token {

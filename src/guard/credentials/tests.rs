@@ -158,3 +158,93 @@ fn short_passwords_are_refused_when_read() {
     assert!(err.to_string().contains("shorter than 4"), "{err}");
     assert!(!err.to_string().contains("pw\""), "{err}");
 }
+
+fn prometheus_section(token: &std::path::Path, tenant: &std::path::Path) -> PrometheusProfile {
+    PrometheusProfile {
+        bearer_token: Some(SecretRef::File(token.to_path_buf())),
+        basic_auth: None,
+        headers: [(
+            "X-Scope-OrgID".to_owned(),
+            SecretRef::File(tenant.to_path_buf()),
+        )]
+        .into(),
+    }
+}
+
+#[test]
+fn prometheus_files_are_read_again_when_they_change() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (token, tenant) = (dir.path().join("token"), dir.path().join("tenant"));
+    std::fs::write(&token, "token-one\n").expect("write");
+    std::fs::write(&tenant, "tenant-a").expect("write");
+    let section = prometheus_section(&token, &tenant);
+    assert_eq!(section.files(), [token.as_path(), tenant.as_path()]);
+    let auth = PrometheusAuth::load("prom", &section).expect("loads");
+    let bearer = |auth: &PrometheusAuth| auth.current().expect("reads").bearer_token.clone();
+    assert_eq!(bearer(&auth).as_deref(), Some("token-one"));
+    // Unchanged files: the same credentials, not read again.
+    let first = auth.current().expect("reads");
+    assert!(std::sync::Arc::ptr_eq(
+        &first,
+        &auth.current().expect("reads")
+    ));
+
+    // Rewritten in place with another length.
+    std::fs::write(&token, "token-number-two\n").expect("write");
+    assert_eq!(bearer(&auth).as_deref(), Some("token-number-two"));
+    // A header file is watched too.
+    std::fs::write(&tenant, "tenant-bb").expect("write");
+    assert_eq!(
+        auth.current().expect("reads").headers,
+        [("X-Scope-OrgID".to_owned(), "tenant-bb".to_owned())]
+    );
+
+    // Gone: an error naming the file, never the old token; back: read again.
+    std::fs::remove_file(&token).expect("remove");
+    let err = auth.current().expect_err("missing file").to_string();
+    assert!(
+        err.contains("prometheus.bearerToken") && err.contains("token"),
+        "{err}"
+    );
+    assert!(!err.contains("token-number-two"), "{err}");
+    std::fs::write(&token, "token-three").expect("write");
+    assert_eq!(bearer(&auth).as_deref(), Some("token-three"));
+    assert!(!format!("{auth:?}").contains("token-three"));
+}
+
+#[cfg(unix)]
+#[test]
+fn a_kubernetes_style_symlink_swap_is_seen_even_with_the_same_length() {
+    // The kubelet writes a Secret or projected token into a new timestamped
+    // directory and repoints `..data`; `token` links to `..data/token`.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let write_version = |name: &str, value: &str| {
+        let version = dir.path().join(name);
+        std::fs::create_dir(&version).expect("mkdir");
+        std::fs::write(version.join("token"), value).expect("write");
+        std::fs::write(version.join("tenant"), "tenant-a").expect("write");
+    };
+    let point_data_at = |name: &str| {
+        let next = dir.path().join("..data_tmp");
+        std::os::unix::fs::symlink(name, &next).expect("symlink");
+        std::fs::rename(&next, dir.path().join("..data")).expect("swap");
+    };
+    write_version("..v1", "aaaa-1111");
+    point_data_at("..v1");
+    for file in ["token", "tenant"] {
+        std::os::unix::fs::symlink(format!("..data/{file}"), dir.path().join(file))
+            .expect("symlink");
+    }
+    let section = prometheus_section(&dir.path().join("token"), &dir.path().join("tenant"));
+    let auth = PrometheusAuth::load("prom", &section).expect("loads");
+    assert_eq!(
+        auth.current().expect("reads").bearer_token.as_deref(),
+        Some("aaaa-1111")
+    );
+    write_version("..v2", "bbbb-2222");
+    point_data_at("..v2");
+    assert_eq!(
+        auth.current().expect("reads").bearer_token.as_deref(),
+        Some("bbbb-2222")
+    );
+}

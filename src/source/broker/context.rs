@@ -1,6 +1,7 @@
 //! What broker reads share: credential profiles, the request bound, the
-//! shared clients (SQS clients by region, endpoint and profile, the
-//! management-API HTTP client), and the reading every broker returns.
+//! outbound policy every broker connection goes through, the shared clients
+//! (SQS clients by region, endpoint and profile, the management-API HTTP
+//! client), and the reading every broker returns.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -10,7 +11,13 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::guard::credentials::Profiles;
+use crate::guard::outbound::aws::Refusals;
+use crate::guard::outbound::{OutboundPolicy, PolicyResolver};
 use crate::source::error::{FailureKind, SourceError};
+
+/// Key of Kafka's total lag including persistent lag, in
+/// [`BrokerReading::breakdown`].
+pub const LAG_WITH_PERSISTENT: &str = "lagWithPersistent";
 
 /// Q for one trigger, as KEDA's built-in scaler for that broker would count it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -34,6 +41,20 @@ pub struct BrokerReading {
     pub breakdown: BTreeMap<String, f64>,
 }
 
+impl BrokerReading {
+    /// The messages activation counts: Kafka's lag including persistent
+    /// lag (`lagWithPersistent`, what KEDA's IsActive compares with
+    /// `activationLagThreshold`), so a group stuck on a partition still
+    /// wakes a Deployment at zero replicas; `messages` for other brokers.
+    pub fn activation_messages(&self) -> f64 {
+        self.breakdown
+            .get(LAG_WITH_PERSISTENT)
+            .copied()
+            .filter(|v| v.is_finite())
+            .map_or(self.messages, |with| with.max(self.messages))
+    }
+}
+
 /// Default bound on one broker request (each of the few a reading makes).
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -46,8 +67,13 @@ pub struct BrokerContext {
     /// Bound on each broker request. Keep it under the poller's read timeout
     /// so a slow broker is reported as what it is.
     pub request_timeout: Duration,
+    /// Where broker clients may connect: Kafka checks every bootstrap and
+    /// advertised broker, AMQP connects to the address it resolved and
+    /// checked, the management API and SQS clients resolve through it.
+    pub outbound: Arc<OutboundPolicy>,
     pub(crate) http: reqwest::Client,
-    pub(crate) sqs_clients: Arc<Mutex<HashMap<SqsClientKey, aws_sdk_sqs::Client>>>,
+    /// SQS clients, each with the refusals its HTTP client recorded.
+    pub(crate) sqs_clients: Arc<Mutex<HashMap<SqsClientKey, (aws_sdk_sqs::Client, Refusals)>>>,
 }
 
 impl fmt::Debug for BrokerContext {
@@ -56,6 +82,7 @@ impl fmt::Debug for BrokerContext {
         f.debug_struct("BrokerContext")
             .field("profiles", &self.profiles.names().collect::<Vec<_>>())
             .field("request_timeout", &self.request_timeout)
+            .field("outbound", &self.outbound.summary())
             .field("sqs_clients", &clients)
             .finish_non_exhaustive()
     }
@@ -68,20 +95,41 @@ pub struct BrokerContextError(#[from] reqwest::Error);
 
 impl BrokerContext {
     /// A context with these profiles; each broker request is bounded by
-    /// `request_timeout`.
+    /// `request_timeout`. Only the refused default addresses are blocked (no
+    /// allowlist); the server uses [`Self::with_outbound`].
     pub fn new(
         profiles: Arc<Profiles>,
         request_timeout: Duration,
     ) -> Result<BrokerContext, BrokerContextError> {
+        Self::with_outbound(
+            profiles,
+            request_timeout,
+            Arc::new(OutboundPolicy::allow_all()),
+        )
+    }
+
+    /// A context whose broker connections all go through `outbound`.
+    pub fn with_outbound(
+        profiles: Arc<Profiles>,
+        request_timeout: Duration,
+        outbound: Arc<OutboundPolicy>,
+    ) -> Result<BrokerContext, BrokerContextError> {
+        // The management API client is built like the scraper's: names
+        // resolve through the policy, no proxy (it would resolve the target
+        // out of the policy's sight), no redirects (a redirect could send the
+        // scaler anywhere). IP-literal URLs are checked before each request.
         let http = reqwest::Client::builder()
             .timeout(request_timeout)
             .connect_timeout(request_timeout)
             .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .dns_resolver(Arc::new(PolicyResolver::new(outbound.clone())))
             .user_agent(concat!("backlog-scaler/", env!("CARGO_PKG_VERSION")))
             .build()?;
         Ok(BrokerContext {
             profiles,
             request_timeout,
+            outbound,
             http,
             sqs_clients: Arc::new(Mutex::new(HashMap::new())),
         })

@@ -5,10 +5,11 @@
 //! latest` and its high watermark under `earliest`, or 0 with
 //! `scaleToZeroOnInvalidOffset`. With `excludePersistentLag`, a partition
 //! whose committed offset has not moved since the previous reading counts 0
-//! for scaling (its lag still shows in `lagWithPersistent`, which KEDA uses
-//! for activation). Unless `allowIdleConsumers`, the reading carries the
+//! for scaling; activation still counts it (`lagWithPersistent`, the total
+//! KEDA's IsActive compares). Unless `allowIdleConsumers`, the reading carries the
 //! partition count that caps replicas (all partitions, or those with lag
-//! under `limitToPartitionsWithLag`).
+//! under `limitToPartitionsWithLag`). Without `topic`, a group that has
+//! committed nothing (or does not exist) is a failed reading, never 0.
 //!
 //! The scaler never joins the group: it reads committed offsets with an
 //! OffsetFetch, watermarks with ListOffsets, and partitions from metadata.
@@ -26,16 +27,16 @@ use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::KafkaError;
 use rdkafka::types::RDKafkaErrorCode;
-use rdkafka::{ClientConfig, ClientContext, Offset, TopicPartitionList};
+use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use tokio::task::JoinHandle;
 
+use self::egress::Recipe;
+pub use super::context::LAG_WITH_PERSISTENT;
 use super::context::{BrokerContext, BrokerReading, join_error};
-use crate::guard::credentials::{KafkaClientSettings, Section};
+use crate::guard::credentials::KafkaClientSettings;
+use crate::guard::outbound::OutboundPolicy;
 use crate::source::error::{FailureKind, SourceError};
 use crate::source::http::names_no_such_name;
-
-/// Key of the total lag including persistent lag, in the breakdown.
-pub const LAG_WITH_PERSISTENT: &str = "lagWithPersistent";
 
 /// Identity of a Kafka source.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -103,16 +104,25 @@ impl fmt::Debug for KafkaMemory {
 
 type Kafka = BaseConsumer<QuietContext>;
 
-/// A consumer used only for offset and metadata requests.
+/// A consumer used only for offset and metadata requests, built by the
+/// first reading's blocking task once every broker address it may dial has
+/// been checked (egress.rs), so an abandoned build is collected like any
+/// abandoned reading.
 struct KafkaClient {
-    consumer: Option<Arc<Kafka>>,
+    consumer: Arc<Mutex<Option<Arc<Kafka>>>>,
+    recipe: Arc<Recipe>,
 }
 
 impl Drop for KafkaClient {
     fn drop(&mut self) {
         // Destroying a librdkafka handle joins its threads: keep that off
         // the async workers when a runtime is there to take it.
-        if let Some(consumer) = self.consumer.take()
+        let consumer = self
+            .consumer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(consumer) = consumer
             && let Ok(handle) = tokio::runtime::Handle::try_current()
         {
             drop(handle.spawn_blocking(move || drop(consumer)));
@@ -126,6 +136,8 @@ impl Drop for KafkaClient {
 struct QuietContext {
     label: String,
     secrets: KafkaClientSettings,
+    /// Checked against every broker the cluster advertises, each reading.
+    outbound: Arc<OutboundPolicy>,
     last_error: Mutex<Option<LastError>>,
 }
 
@@ -168,58 +180,21 @@ impl KafkaSource {
         SourceError::new(kind, self.label(), detail)
     }
 
-    fn connect(&self, ctx: &BrokerContext) -> Result<KafkaClient, SourceError> {
-        let secrets = match &self.auth_profile {
-            None => KafkaClientSettings::default(),
-            Some(name) => {
-                let profile = ctx
-                    .profiles
-                    .get(name)
-                    .and_then(|p| p.require(name, Section::Kafka).map(|()| p))
-                    .map_err(|e| self.failure(FailureKind::Config, e.to_string()))?;
-                match &profile.kafka {
-                    Some(kafka) => kafka
-                        .client_settings(name)
-                        .map_err(|e| self.failure(FailureKind::Config, e.to_string()))?,
-                    None => KafkaClientSettings::default(),
-                }
-            }
-        };
-        let timeout_ms = ctx
-            .request_timeout
-            .as_millis()
-            .clamp(10, 300_000)
-            .to_string();
-        let mut config = ClientConfig::new();
-        config
-            .set("bootstrap.servers", self.bootstrap_servers.join(","))
-            .set("group.id", &self.consumer_group)
-            .set("client.id", "backlog-scaler")
-            .set("enable.auto.commit", "false")
-            .set("enable.auto.offset.store", "false")
-            .set("allow.auto.create.topics", "false")
-            .set("socket.timeout.ms", &timeout_ms)
-            .set("reconnect.backoff.max.ms", "2000")
-            .set("log.connection.close", "false")
-            .set_log_level(RDKafkaLogLevel::Warning);
-        for (key, value) in &secrets.settings {
-            config.set(*key, value.expose());
-        }
-        let context = QuietContext {
-            label: self.label(),
-            secrets: secrets.clone(),
-            last_error: Mutex::new(None),
-        };
-        // Never format `config`: its Debug prints every value.
-        let consumer: Kafka = config.create_with_context(context).map_err(|e| {
-            self.failure(
-                FailureKind::Config,
-                secrets.scrub(&format!("cannot create the Kafka client: {e}")),
-            )
-        })?;
-        Ok(KafkaClient {
-            consumer: Some(Arc::new(consumer)),
-        })
+    /// Without `topic`, the topics are those the group committed on; a
+    /// group with no commit (or none at all: Kafka answers an unknown group
+    /// with no offsets, not an error) leaves nothing to measure, and 0
+    /// would read as "no backlog". A lost signal instead, naming the group.
+    /// (KEDA's kafka scaler answers neither 0 nor an error here: it
+    /// describes every topic of the cluster and counts each partition as
+    /// uncommitted, kedacore/keda#8104.)
+    fn no_commits(&self) -> SourceError {
+        self.failure(
+            FailureKind::Rejected,
+            format!(
+                "consumer group `{}` has no committed offset on any topic (it does not exist or has committed nothing), so without `topic` there is no lag to read; set `topic` to count its partitions by `offsetResetPolicy`",
+                self.consumer_group
+            ),
+        )
     }
 
     /// One reading.
@@ -234,10 +209,10 @@ impl KafkaSource {
         let handle = match memory.in_flight.as_mut() {
             Some(handle) => handle,
             None => {
-                let consumer = memory
+                let (slot, recipe) = memory
                     .client
                     .as_ref()
-                    .and_then(|c| c.consumer.clone())
+                    .map(|c| (c.consumer.clone(), c.recipe.clone()))
                     .ok_or_else(|| {
                         self.failure(FailureKind::Internal, "no Kafka client".to_owned())
                     })?;
@@ -246,6 +221,7 @@ impl KafkaSource {
                 memory
                     .in_flight
                     .insert(tokio::task::spawn_blocking(move || {
+                        let consumer = source.consumer(&slot, &recipe, timeout)?;
                         source.fetch_offsets(&consumer, timeout)
                     }))
             }
@@ -307,6 +283,9 @@ impl KafkaSource {
         let metadata = consumer
             .fetch_metadata(self.topic.as_deref(), timeout)
             .map_err(|e| fail("metadata request failed", e))?;
+        // The cluster may advertise other brokers than when the client was built.
+        egress::advertised(&context.outbound, &metadata)
+            .map_err(|r| self.failure(r.kind(), r.describe()))?;
         let mut partitions = TopicPartitionList::new();
         for topic in metadata.topics() {
             let wanted = match &self.topic {
@@ -339,7 +318,8 @@ impl KafkaSource {
             ));
         }
         if partitions.count() == 0 {
-            return Ok(Vec::new());
+            // No topic named and none on the cluster: nothing was committed.
+            return Err(self.no_commits());
         }
 
         let committed = consumer
@@ -369,7 +349,7 @@ impl KafkaSource {
             rows.retain(|(t, _, _)| committed_topics.contains(t));
         }
         if rows.is_empty() {
-            return Ok(Vec::new());
+            return Err(self.no_commits());
         }
 
         let mut ends = TopicPartitionList::new();
@@ -511,5 +491,8 @@ fn classify_code(code: RDKafkaErrorCode) -> FailureKind {
     }
 }
 
+mod connect;
+mod egress;
 #[cfg(test)]
 mod tests;
+mod wire;

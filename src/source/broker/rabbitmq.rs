@@ -19,18 +19,24 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::net::IpAddr;
+use std::sync::Arc;
 
 use lapin::auth::AuthProvider;
 use lapin::options::QueueDeclareOptions;
+use lapin::tcp::OwnedTLSConfig;
 use lapin::types::{FieldTable, LongString, ShortString};
 use lapin::uri::{AMQPAuthority, AMQPQueryString, AMQPScheme, AMQPUri, AMQPUserInfo};
-use lapin::{Channel, Connection, ConnectionProperties};
+use lapin::{AsyncTcpStream, Channel, Connection, ConnectionProperties};
 use reqwest::Url;
 
 use super::context::{BrokerContext, BrokerReading};
 use crate::guard::credentials::{RabbitMqCredentials, Secret, Section};
+use crate::guard::outbound::{OutboundPolicy, ResolveError};
 use crate::source::error::{FailureKind, SourceError};
-use crate::source::http::{classify_reqwest, describe_reqwest_error, resolution_failure};
+use crate::source::http::{
+    classify_reqwest, describe_reqwest_error, names_no_such_name, resolution_failure,
+};
 
 /// Tracing directives that must cap any log filter the operator sets:
 /// lapin logs every outgoing AMQP frame at `trace`, including the
@@ -210,7 +216,7 @@ impl RabbitMqSource {
             let properties = ConnectionProperties::default()
                 .with_connection_name("backlog-scaler".into())
                 .with_auth_provider(PlainAuth(credentials.clone()));
-            let connection = Connection::connect_uri(uri, properties)
+            let connection = connect_checked(uri, properties, ctx.outbound.clone())
                 .await
                 .map_err(|e| {
                     self.failure(
@@ -271,6 +277,16 @@ impl RabbitMqSource {
         let credentials = self.credentials(ctx)?;
         let password: &Secret = &credentials.password;
         let url = self.api_url()?;
+        // Names resolve through the policy in the client; an IP-literal URL
+        // never reaches a resolver, so its address is checked here.
+        let literal = url
+            .host_str()
+            .map(|h| h.trim_start_matches('[').trim_end_matches(']'));
+        if let Some(ip) = literal.and_then(|h| h.parse::<IpAddr>().ok())
+            && let Err(denied) = ctx.outbound.check_addr(ip)
+        {
+            return Err(SourceError::denied(self.label(), &denied));
+        }
         let failed =
             |kind: FailureKind, detail: String| self.failure(kind, password.scrub(&detail));
         let request_failed =
@@ -340,6 +356,39 @@ impl RabbitMqSource {
     }
 }
 
+/// Open an AMQP connection to an address resolved and checked by `policy`
+/// (the default connect would resolve the name itself, out of the policy's
+/// sight). Every connect lapin makes goes through here. `amqps` keeps the
+/// host name for SNI and certificate verification.
+async fn connect_checked(
+    uri: AMQPUri,
+    properties: ConnectionProperties,
+    policy: Arc<OutboundPolicy>,
+) -> Result<Connection, lapin::Error> {
+    let runtime = lapin::runtime::default_runtime()?;
+    Connection::connector(
+        uri,
+        runtime,
+        async move |uri: AMQPUri, runtime| {
+            let host = uri.authority.host.clone();
+            let addrs = policy
+                .resolve(&host, uri.authority.port)
+                .await
+                .map_err(std::io::Error::other)?;
+            let stream = AsyncTcpStream::connect(&runtime, addrs).await?;
+            Ok(match uri.scheme {
+                AMQPScheme::AMQP => stream,
+                AMQPScheme::AMQPS => {
+                    let tls = OwnedTLSConfig::default();
+                    stream.into_tls(&host, tls.as_ref()).await?
+                }
+            })
+        },
+        properties,
+    )
+    .await
+}
+
 /// The kind of a lapin failure. The broker's reply code says most:
 /// ACCESS_REFUSED (403, also a refused login) and NOT_ALLOWED (530, a vhost
 /// the user may not open) are credentials, NOT_FOUND (404) a queue or vhost
@@ -353,7 +402,15 @@ fn classify_amqp(error: &lapin::Error) -> FailureKind {
         },
         lapin::ErrorKind::AuthProviderError(_) => FailureKind::Auth,
         lapin::ErrorKind::IOError(io) => {
-            resolution_failure(io.as_ref()).unwrap_or(FailureKind::Unreachable)
+            // A refusal or failed lookup of [`connect_checked`] travels as
+            // the I/O error's payload (which `source()` skips).
+            match io.get_ref().and_then(|e| e.downcast_ref::<ResolveError>()) {
+                Some(ResolveError::Denied(_)) => FailureKind::Denied,
+                Some(ResolveError::Lookup { reason, .. }) => FailureKind::Dns {
+                    no_such_name: reason == "no addresses" || names_no_such_name(reason),
+                },
+                None => resolution_failure(io.as_ref()).unwrap_or(FailureKind::Unreachable),
+            }
         }
         lapin::ErrorKind::InvalidProtocolVersion(_) => FailureKind::Rejected,
         _ => FailureKind::Unreachable,

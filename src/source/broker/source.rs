@@ -8,6 +8,7 @@ use super::kafka::{KafkaMemory, KafkaSource};
 use super::rabbitmq::{RabbitMqMemory, RabbitMqSource};
 use super::sqs::{SqsMemory, SqsSource};
 use crate::guard::credentials::{ProfileError, Profiles, Section};
+use crate::guard::redact::redact;
 use crate::source::error::SourceError;
 
 /// What to read; equal values share one poller. Holds the `authProfile`
@@ -36,13 +37,15 @@ pub struct BrokerMemory {
 impl BrokerSource {
     /// A short, stable, credential-free label for logs and self-metrics,
     /// e.g. `sqs us-east-1/jobs`, `kafka group/topic`,
-    /// `rabbitmq amqp://10.0.0.5:5672 vhost=/ queue=jobs`.
+    /// `rabbitmq amqp://10.0.0.5:5672 vhost=/ queue=jobs`. Each broker's
+    /// label names no URL that could carry a credential (SQS the region and
+    /// queue name, RabbitMQ scheme, host and port); redacted all the same.
     pub fn label(&self) -> String {
-        match self {
+        redact(&match self {
             BrokerSource::Sqs(s) => s.label(),
             BrokerSource::Kafka(s) => s.label(),
             BrokerSource::RabbitMq(s) => s.label(),
-        }
+        })
     }
 
     /// The `authProfile` this source reads with.

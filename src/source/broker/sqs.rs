@@ -8,6 +8,13 @@
 //! or from the trigger's `authProfile`; never from metadata. Clients are
 //! cached in the [`BrokerContext`] per (region, endpoint, profile) and
 //! rebuilt after a failed reading.
+//!
+//! Every connection, the credential providers' included, goes through the
+//! outbound policy ([`crate::guard::outbound::aws`]): the instance metadata
+//! service and the container credentials endpoints are link-local, so the
+//! default chain reaches them only with `outbound.allowLinkLocal` (or an
+//! `allow` CIDR inside the refused range). A refusal the chain turned into
+//! "no credentials" is put back into the reading's error.
 
 use std::collections::BTreeMap;
 
@@ -19,6 +26,7 @@ use aws_sdk_sqs::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_sqs::types::QueueAttributeName;
 
 use super::context::{BrokerContext, BrokerReading, SqsClientKey};
+use crate::guard::outbound::aws::{self, Refusals};
 use crate::source::error::{FailureKind, SourceError};
 use crate::source::http::resolution_failure;
 
@@ -95,7 +103,10 @@ impl SqsSource {
         )
     }
 
-    async fn client(&self, ctx: &BrokerContext) -> Result<aws_sdk_sqs::Client, SourceError> {
+    async fn client(
+        &self,
+        ctx: &BrokerContext,
+    ) -> Result<(aws_sdk_sqs::Client, Refusals), SourceError> {
         let key = self.client_key();
         if let Some(client) = ctx
             .sqs_clients
@@ -105,6 +116,7 @@ impl SqsSource {
         {
             return Ok(client.clone());
         }
+        let refusals = Refusals::default();
         let timeouts = TimeoutConfig::builder()
             .connect_timeout(ctx.request_timeout)
             .operation_timeout(ctx.request_timeout)
@@ -113,7 +125,9 @@ impl SqsSource {
             .region(Region::new(self.region.clone()))
             // The poller retries; an SDK retry would hide a failing queue.
             .retry_config(RetryConfig::disabled())
-            .timeout_config(timeouts);
+            .timeout_config(timeouts)
+            // For the SQS client and the credential providers alike.
+            .http_client(aws::http_client(ctx.outbound.clone(), refusals.clone()));
         if let Some(endpoint) = &self.endpoint {
             loader = loader.endpoint_url(endpoint.clone());
         }
@@ -152,7 +166,7 @@ impl SqsSource {
                 }
             }
         }
-        let client = aws_sdk_sqs::Client::new(&loader.load().await);
+        let client = (aws_sdk_sqs::Client::new(&loader.load().await), refusals);
         ctx.sqs_clients
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -167,8 +181,16 @@ impl SqsSource {
         ctx: &BrokerContext,
         memory: &mut SqsMemory,
     ) -> Result<BrokerReading, SourceError> {
-        let client = self.client(ctx).await?;
-        let result = self.read_with(&client, memory).await;
+        let (client, refusals) = self.client(ctx).await?;
+        // Only refusals of this reading explain its failure.
+        let _ = refusals.take();
+        let result = self
+            .read_with(&client, memory)
+            .await
+            .map_err(|error| match refusals.take() {
+                Some(denied) => self.refused(error, &denied),
+                None => error,
+            });
         if result.is_err() {
             // Rebuild at the next reading: fresh connections and credentials.
             ctx.sqs_clients
@@ -178,6 +200,24 @@ impl SqsSource {
             memory.queue_url = None;
         }
         result
+    }
+
+    /// A failed call during which the policy refused a connection: the
+    /// refusal is the cause, also when the SDK reports it as something else
+    /// (the credential chain answers "no credentials" when the metadata
+    /// service is refused).
+    fn refused(
+        &self,
+        error: SourceError,
+        denied: &crate::guard::outbound::OutboundDenied,
+    ) -> SourceError {
+        let refusal = denied.to_string();
+        let detail = if error.detail().contains(&refusal) {
+            error.detail().to_owned()
+        } else {
+            format!("{}; {refusal}", error.detail())
+        };
+        self.failure(FailureKind::Denied, detail)
     }
 
     async fn read_with(

@@ -3,10 +3,12 @@
 //!
 //! Rule: one reading of one upstream, no metadata, no retries, no sleeps.
 //! [`names`] is the per-engine table of metric names; [`pod`] parses one
-//! pod's body against it and holds the reading types.
+//! pod's body against it and holds the reading types; `select` decides
+//! which series of a family count (DP groups, TP/PP ranks, priorities).
 
 pub mod names;
 pub mod pod;
+mod select;
 
-pub use names::{Engine, EngineMetrics, HistogramName};
-pub use pod::{Buckets, EngineReading, EngineSource, PodReading};
+pub use names::{Engine, EngineMetrics, HistogramName, LabelledGauge, SchedulerRanks};
+pub use pod::{Buckets, EngineReading, EngineSource, PodReading, SeriesRead};

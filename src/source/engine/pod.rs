@@ -4,9 +4,12 @@
 //! histogram's cumulative buckets.
 //!
 //! One parser serves vLLM, SGLang, Triton and TGI: [`Engine::metrics`] maps
-//! each signal to that server's own metric names. Per-pod readings are kept
-//! (not only sums) so `/explain` can show where a number came from, and so
-//! the TTFT window can take per-pod deltas.
+//! each signal to that server's own metric names, and `select.rs` picks
+//! the series that count (vLLM's `reason="capacity"`, Triton TensorRT-LLM's
+//! `request_type`, SGLang's one scheduler per data-parallel group and its
+//! `priority=""` total). Per-pod readings are kept (not only sums), each with
+//! the series it was read from ([`SeriesRead`]), so `/explain` can show where
+//! a number came from, and so the TTFT window can take per-pod deltas.
 //!
 //! A reading is all-or-nothing: every discovered pod must answer. Summing the
 //! pods that did answer would under-count a busy fleet exactly when pods are
@@ -17,11 +20,12 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::names::{Engine, EngineMetrics};
+use super::names::{Engine, EngineMetrics, LabelledGauge};
+use super::select::{Combine, Selected, combine};
 use crate::source::context::SourceContext;
 use crate::source::error::SourceError;
 use crate::source::http::ScrapeTarget;
-use crate::source::prom_text;
+use crate::source::prom_text::{self, Sample};
 
 /// Identity of an engine source: which pods, which engine, which model.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -86,6 +90,40 @@ pub struct PodReading {
     /// Finished requests since the pod started (all outcomes), if exposed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub finished_total: Option<f64>,
+    /// Which series each signal was read from.
+    #[serde(skip_serializing_if = "SeriesRead::is_empty")]
+    pub read: SeriesRead,
+}
+
+/// Which family and which of its series each signal of a pod came from, as
+/// `/explain` shows it: e.g. `sglang:num_queue_reqs{priority=""} ×2 groups
+/// (tp_rank 0,4)` or `vllm:num_requests_waiting_by_reason{reason="capacity"}
+/// ×2 series`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SeriesRead {
+    /// Where `W` came from.
+    pub waiting: String,
+    /// Where `R` came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub running: Option<String>,
+    /// Where the KV-cache usage came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kv_cache_usage: Option<String>,
+    /// Where the TTFT buckets came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttft: Option<String>,
+    /// Where the finished-request count came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finished_total: Option<String>,
+}
+
+impl SeriesRead {
+    /// Nothing recorded (a reading built outside the parser, e.g. by the
+    /// simulator).
+    pub fn is_empty(&self) -> bool {
+        self == &SeriesRead::default()
+    }
 }
 
 /// One reading of every pod.
@@ -127,7 +165,9 @@ impl EngineReading {
 }
 
 impl EngineSource {
-    /// A short label: the engine, the first target and how many more.
+    /// A short label: the engine, the first target and how many more;
+    /// credential-shaped parts redacted (it reaches logs, `/explain` and
+    /// the `source` label of self-metrics).
     pub fn label(&self) -> String {
         let first = self
             .targets
@@ -141,7 +181,7 @@ impl EngineSource {
         if let Some(model) = &self.model_name {
             label.push_str(&format!(" model={model}"));
         }
-        label
+        crate::guard::redact::redact(&label)
     }
 
     /// Resolve targets, scrape all pods concurrently, parse each.
@@ -166,11 +206,8 @@ impl EngineSource {
     pub fn parse_pod(&self, target: &str, body: &str) -> Result<(PodReading, usize), SourceError> {
         let names = self.engine.metrics();
         let ttft_bucket = names.ttft.map(|h| format!("{}_bucket", h.family));
-        let mut waiting = Gauge::default();
-        let mut running = Gauge::default();
-        let mut finished = Gauge::default();
-        let mut kv = Gauge::default();
-        let mut kv_name_used: Option<&'static str> = None;
+        let mut found = Found::default();
+        let mut finished = Counter::default();
         let mut ttft: BTreeMap<OrderedBound, f64> = BTreeMap::new();
         let mut ttft_bad = None;
         let stats = prom_text::parse(
@@ -185,36 +222,25 @@ impl EngineSource {
                 {
                     return;
                 }
-                if names
-                    .rank_labels
-                    .iter()
-                    .any(|l| sample.label(l).is_some_and(|rank| rank != "0"))
-                {
-                    return;
-                }
                 match family {
-                    Family::Waiting => waiting.add(sample.value),
-                    Family::Running => running.add(sample.value),
-                    Family::Finished => finished.add(sample.value),
-                    Family::Kv(name) => {
-                        // Prefer the newest name; ignore the deprecated one
-                        // when both are exposed during a migration.
-                        match kv_name_used {
-                            Some(used) if used != name => {
-                                if names.kv_cache.iter().position(|n| *n == name)
-                                    < names.kv_cache.iter().position(|n| *n == used)
-                                {
-                                    kv = Gauge::default();
-                                    kv_name_used = Some(name);
-                                    kv.add(sample.value);
-                                }
-                            }
-                            _ => {
-                                kv_name_used = Some(name);
-                                kv.add(sample.value);
+                    Family::Plain(signal) => found.plain(signal).push(sample),
+                    // One family can hold several signals (TensorRT-LLM's
+                    // `request_type="waiting"` and `"scheduled"`).
+                    Family::Labelled => {
+                        for (signal, wanted) in preferred_gauges(&names) {
+                            if same_name(wanted.family, sample.name)
+                                && sample.label(wanted.label).as_deref() == Some(wanted.value)
+                            {
+                                found.preferred(signal).push(sample);
                             }
                         }
                     }
+                    Family::Kv(index) => {
+                        if let Some(series) = found.kv_names.get_mut(index) {
+                            series.push(sample);
+                        }
+                    }
+                    Family::Finished => finished.add(sample.name, sample.value),
                     Family::TtftBucket => {
                         let Some(le) = sample.label("le") else {
                             return;
@@ -252,53 +278,146 @@ impl EngineSource {
                 stats.malformed_lines
             );
         }
-        let waiting = waiting
-            .total(names.waiting)
-            .map_err(parse_error)?
-            .ok_or_else(|| {
-                parse_error(format!(
-                    "no {} sample{model_note}{malformed_note}",
-                    names.waiting
-                ))
-            })?;
-        let running = match names.running {
-            Some(name) => running.total(name).map_err(parse_error)?,
-            None => None,
+        let scheduler = names.scheduler.as_ref();
+        let no_plain_kv = Vec::new();
+        let read = |signal: Signal, how: Combine| -> Result<Option<Selected>, SourceError> {
+            let (preferred, plain) = match signal {
+                Signal::Waiting => (&found.waiting_preferred, &found.waiting),
+                Signal::Running => (&found.running_preferred, &found.running),
+                Signal::Kv => (&found.kv_preferred, &no_plain_kv),
+            };
+            let wanted = match signal {
+                Signal::Waiting => names.waiting_preferred,
+                Signal::Running => names.running_preferred,
+                Signal::Kv => names.kv_cache_preferred,
+            };
+            if let Some(wanted) = wanted
+                && let Some(selected) = combine(
+                    preferred,
+                    &format!("{}=\"{}\"", wanted.label, wanted.value),
+                    scheduler,
+                    how,
+                )
+                .map_err(parse_error)?
+            {
+                return Ok(Some(selected));
+            }
+            combine(plain, "", scheduler, how).map_err(parse_error)
         };
-        let finished_total = finished
-            .total(names.finished.first().copied().unwrap_or("finished"))
-            .map_err(parse_error)?;
-        let kv_cache_usage = match kv_name_used {
-            Some(name) => kv.mean(name).map_err(parse_error)?,
-            None => None,
+        let waiting = read(Signal::Waiting, Combine::Sum)?.ok_or_else(|| {
+            let also = names
+                .waiting_preferred
+                .map(|p| format!(" or {}{{{}=\"{}\"}}", p.family, p.label, p.value))
+                .unwrap_or_default();
+            parse_error(format!(
+                "no {}{also} sample{model_note}{malformed_note}",
+                names.waiting
+            ))
+        })?;
+        let running = read(Signal::Running, Combine::Sum)?;
+        // The first KV name (newest) with series wins: both are exposed
+        // during a migration, and the deprecated one is then ignored.
+        let kv = match read(Signal::Kv, Combine::Mean)? {
+            Some(kv) => Some(kv),
+            None => match found.kv_names.iter().find(|s| !s.is_empty()) {
+                Some(series) => {
+                    combine(series, "", scheduler, Combine::Mean).map_err(parse_error)?
+                }
+                None => None,
+            },
         };
+        let finished_total = finished.total().map_err(parse_error)?;
         if let Some(bad) = ttft_bad {
             return Err(parse_error(format!(
                 "TTFT histogram has a bad bucket: {bad}"
             )));
         }
         let ttft = buckets_from(ttft).map_err(parse_error)?;
+        let read = SeriesRead {
+            waiting: waiting.read,
+            running: running.as_ref().map(|r| r.read.clone()),
+            kv_cache_usage: kv.as_ref().map(|k| k.read.clone()),
+            ttft: ttft
+                .as_ref()
+                .and(names.ttft)
+                .map(|h| format!("{}_bucket summed over every series", h.family)),
+            finished_total: finished.read(),
+        };
         Ok((
             PodReading {
                 target: target.to_owned(),
-                waiting,
-                running,
-                kv_cache_usage,
+                waiting: waiting.value,
+                running: running.map(|r| r.value),
+                kv_cache_usage: kv.map(|k| k.value),
                 ttft,
                 finished_total,
+                read,
             },
             stats.malformed_lines,
         ))
     }
 }
 
+/// The gauges a signal can be read from.
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Family {
+enum Signal {
     Waiting,
     Running,
+    Kv,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Family {
+    /// The engine's plain gauge of a signal.
+    Plain(Signal),
+    /// A labelled gauge read instead of a plain one when present.
+    Labelled,
+    /// Index into [`EngineMetrics::kv_cache`].
+    Kv(usize),
     Finished,
-    Kv(&'static str),
     TtftBucket,
+}
+
+/// The engine's labelled gauges, by the signal each replaces.
+fn preferred_gauges(names: &EngineMetrics) -> impl Iterator<Item = (Signal, LabelledGauge)> {
+    [
+        (Signal::Waiting, names.waiting_preferred),
+        (Signal::Running, names.running_preferred),
+        (Signal::Kv, names.kv_cache_preferred),
+    ]
+    .into_iter()
+    .filter_map(|(signal, p)| p.map(|p| (signal, p)))
+}
+
+/// The gauge samples of one pod, by signal, kept for [`combine`].
+#[derive(Default)]
+struct Found<'a> {
+    waiting: Vec<Sample<'a>>,
+    waiting_preferred: Vec<Sample<'a>>,
+    running: Vec<Sample<'a>>,
+    running_preferred: Vec<Sample<'a>>,
+    kv_preferred: Vec<Sample<'a>>,
+    /// One list per KV name, in [`EngineMetrics::kv_cache`] order.
+    kv_names: [Vec<Sample<'a>>; 2],
+}
+
+impl<'a> Found<'a> {
+    fn plain(&mut self, signal: Signal) -> &mut Vec<Sample<'a>> {
+        match signal {
+            Signal::Waiting => &mut self.waiting,
+            Signal::Running => &mut self.running,
+            // KV names are matched as `Family::Kv`.
+            Signal::Kv => &mut self.kv_preferred,
+        }
+    }
+
+    fn preferred(&mut self, signal: Signal) -> &mut Vec<Sample<'a>> {
+        match signal {
+            Signal::Waiting => &mut self.waiting_preferred,
+            Signal::Running => &mut self.running_preferred,
+            Signal::Kv => &mut self.kv_preferred,
+        }
+    }
 }
 
 /// Which family a sample name belongs to. `X:` and `X_` prefixes are both
@@ -307,16 +426,19 @@ enum Family {
 fn match_family(names: &EngineMetrics, ttft_bucket: Option<&str>, name: &str) -> Option<Family> {
     let is = |wanted: &str| same_name(wanted, name);
     if is(names.waiting) {
-        return Some(Family::Waiting);
+        return Some(Family::Plain(Signal::Waiting));
     }
     if names.running.is_some_and(is) {
-        return Some(Family::Running);
+        return Some(Family::Plain(Signal::Running));
+    }
+    if preferred_gauges(names).any(|(_, p)| is(p.family)) {
+        return Some(Family::Labelled);
     }
     if names.finished.iter().any(|n| is(n)) {
         return Some(Family::Finished);
     }
-    if let Some(kv) = names.kv_cache.iter().find(|n| is(n)) {
-        return Some(Family::Kv(kv));
+    if let Some(index) = names.kv_cache.iter().position(|n| is(n)) {
+        return Some(Family::Kv(index));
     }
     if ttft_bucket.is_some_and(is) {
         return Some(Family::TtftBucket);
@@ -370,39 +492,38 @@ fn buckets_from(map: BTreeMap<OrderedBound, f64>) -> Result<Option<Buckets>, Str
     Ok(Some(Buckets { bounds, counts }))
 }
 
-/// Values of one gauge on one pod (several engines or data-parallel ranks).
+/// Finished-request counters of one pod: every series summed (outcomes,
+/// `is_streaming`, priorities and data-parallel engines each count once).
 #[derive(Default)]
-struct Gauge {
+struct Counter {
     sum: f64,
     series: usize,
-    bad: Option<f64>,
+    names: Vec<String>,
+    bad: Option<(String, f64)>,
 }
 
-impl Gauge {
-    fn add(&mut self, value: f64) {
+impl Counter {
+    fn add(&mut self, name: &str, value: f64) {
         if value.is_finite() && value >= 0.0 {
             self.sum += value;
-        } else {
-            self.bad.get_or_insert(value);
+        } else if self.bad.is_none() {
+            self.bad = Some((name.to_owned(), value));
+        }
+        if !self.names.iter().any(|n| n == name) {
+            self.names.push(name.to_owned());
         }
         self.series += 1;
     }
 
-    fn check(&self, name: &str) -> Result<(), String> {
-        match self.bad {
-            Some(bad) => Err(format!("{name} has value {bad}, not a count or fraction")),
-            None => Ok(()),
+    fn total(&self) -> Result<Option<f64>, String> {
+        match &self.bad {
+            Some((name, bad)) => Err(format!("{name} has value {bad}, not a count")),
+            None => Ok((self.series > 0).then_some(self.sum)),
         }
     }
 
-    fn total(&self, name: &str) -> Result<Option<f64>, String> {
-        self.check(name)?;
-        Ok((self.series > 0).then_some(self.sum))
-    }
-
-    fn mean(&self, name: &str) -> Result<Option<f64>, String> {
-        self.check(name)?;
-        Ok((self.series > 0).then(|| self.sum / self.series as f64))
+    fn read(&self) -> Option<String> {
+        (self.series > 0).then(|| format!("{} ×{} series", self.names.join(" + "), self.series))
     }
 }
 

@@ -185,19 +185,6 @@ async fn connection_policy_and_dns_failures_are_classified() {
         .await
         .expect_err("name refused");
     assert_eq!(err.kind(), FailureKind::Denied, "{err}");
-
-    // A name that cannot resolve (`.invalid` never does): NXDOMAIN where
-    // a resolver answers, a resolver failure where none is reachable.
-    let url = Url::parse("http://nonexistent.invalid/metrics").expect("url");
-    let err = scraper(OutboundPolicy::allow_all(), 1024)
-        .get_text(&url)
-        .await
-        .expect_err("no such name");
-    match err.kind() {
-        FailureKind::Dns { no_such_name } => assert_eq!(err.is_transient(), !no_such_name),
-        other => panic!("{other:?}: {err}"),
-    }
-    assert!(err.to_string().starts_with(&format!("{url}: ")), "{err}");
 }
 
 #[test]
@@ -219,4 +206,55 @@ fn resolver_texts_are_read_for_dns_failures() {
     );
     let io = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
     assert_eq!(resolution_failure(&io), None);
+}
+
+#[test]
+fn one_address_family_per_name() {
+    let v4a: IpAddr = "10.0.0.7".parse().expect("ip");
+    let v4b: IpAddr = "10.0.0.8".parse().expect("ip");
+    let v6a: IpAddr = "fd00::7".parse().expect("ip");
+    let v6b: IpAddr = "fd00::8".parse().expect("ip");
+    // A dual-stack headless Service: an A and an AAAA record per pod.
+    let dual = [v6a, v4a, v6b, v4b, v4a];
+    assert_eq!(
+        IpFamily::Auto.select(&dual),
+        Ok(vec![v4a, v4b]),
+        "two pods, not four"
+    );
+    assert_eq!(IpFamily::Ipv4.select(&dual), Ok(vec![v4a, v4b]));
+    assert_eq!(IpFamily::Ipv6.select(&dual), Ok(vec![v6a, v6b]));
+    // IPv6-only: auto falls back to AAAA; ipv4 asked for is an error.
+    assert_eq!(IpFamily::Auto.select(&[v6b, v6a]), Ok(vec![v6a, v6b]));
+    assert_eq!(IpFamily::Ipv4.select(&[v6a]), Err("IPv4"));
+    assert_eq!(IpFamily::Ipv6.select(&[v4a]), Err("IPv6"));
+    // No addresses at all stays "no addresses", whatever the family.
+    for family in [IpFamily::Auto, IpFamily::Ipv4, IpFamily::Ipv6] {
+        assert_eq!(family.select(&[]), Ok(vec![]));
+        assert_eq!(IpFamily::parse(family.as_str()), Some(family));
+    }
+    assert_eq!(IpFamily::parse("dual"), None);
+}
+
+#[test]
+fn the_family_rides_on_dns_targets_only() {
+    let dns = ScrapeTarget::parse("dns+http://vllm.ns.svc:8000/metrics").expect("valid");
+    assert!(matches!(
+        dns,
+        ScrapeTarget::Dns {
+            family: IpFamily::Auto,
+            ..
+        }
+    ));
+    let v6 = dns.clone().with_family(IpFamily::Ipv6);
+    assert!(matches!(
+        v6,
+        ScrapeTarget::Dns {
+            family: IpFamily::Ipv6,
+            ..
+        }
+    ));
+    assert_ne!(v6, dns, "the family is part of the source's identity");
+    assert_eq!(v6.to_string(), dns.to_string());
+    let fixed = ScrapeTarget::parse("http://10.0.0.7:8000").expect("valid");
+    assert_eq!(fixed.clone().with_family(IpFamily::Ipv6), fixed);
 }

@@ -2,11 +2,11 @@
 
 use super::{BrokerTrigger, parse_metadata};
 use crate::guard::credentials::Profiles;
+use crate::guard::redact::redact_userinfo;
 use crate::source::broker::BrokerSource;
 use crate::source::broker::kafka::OffsetResetPolicy;
 use crate::source::broker::rabbitmq::Protocol;
 use crate::trigger::keys;
-use crate::trigger::redact::redact_userinfo;
 use crate::trigger::values::Metadata;
 
 fn parse(pairs: &[(&'static str, &'static str)]) -> Result<Option<BrokerTrigger>, String> {

@@ -166,8 +166,8 @@ fn unknown_keys_suggest_the_nearest_valid_key() {
         "{text}"
     );
     let mut md = base();
-    md.push(("queueLength", "5"));
-    assert_eq!(error_text(&md), "unknown metadata key `queueLength`");
+    md.push(("concurrency", "5"));
+    assert_eq!(error_text(&md), "unknown metadata key `concurrency`");
 }
 
 #[test]
@@ -255,12 +255,12 @@ fn prometheus_path_builds_one_query_per_needed_signal() {
     };
     assert_eq!(
         q.waiting.query,
-        r#"sum(vllm:num_requests_waiting{model_name="m",namespace="inference"})"#
+        r#"sum(vllm:num_requests_waiting_by_reason{model_name="m",namespace="inference",reason="capacity"}) or sum(vllm:num_requests_waiting{model_name="m",namespace="inference"})"#
     );
     assert!(q.running.is_some() && q.ttft.is_some() && q.kv_cache.is_none());
     assert_eq!(
         q.replicas.query,
-        r#"count(vllm:num_requests_waiting{model_name="m",namespace="inference"})"#
+        r#"count(max without (engine) (vllm:num_requests_waiting{model_name="m",namespace="inference"}))"#
     );
     assert_eq!(q.waiting.auth_profile.as_deref(), Some("prom"));
     assert!(
@@ -494,4 +494,39 @@ fn a_drain_rate_alone_selects_capacity_with_the_documented_defaults() {
     let mut md = base();
     md.extend([("drainRatePerReplica", "2"), ("policy", "backlog")]);
     assert!(error_text(&md).contains("only applies to `policy: capacity`"));
+}
+
+#[test]
+fn ip_family_rides_on_every_dns_target_and_needs_one() {
+    use crate::source::ScrapeTarget;
+    use crate::source::http::IpFamily;
+    let spec = parse(&[
+        (
+            "vllmTargets",
+            "dns+http://llama.inference:8000/metrics,http://10.0.0.9:8000/metrics",
+        ),
+        ("dcgmTargets", "dns+http://dcgm.gpu-operator:9400/metrics"),
+        ("podSelectorRegex", "llama-.*"),
+        ("targetBacklogPerReplica", "10"),
+        ("ipFamily", "ipv6"),
+    ])
+    .expect("valid");
+    let Some(EngineInput::Scrape(engine)) = &spec.engine else {
+        panic!("scrape")
+    };
+    let Some(GpuInput::Scrape(dcgm)) = &spec.gpu else {
+        panic!("dcgm")
+    };
+    for target in engine.targets.iter().chain(&dcgm.targets) {
+        match target {
+            ScrapeTarget::Dns { family, .. } => assert_eq!(*family, IpFamily::Ipv6),
+            ScrapeTarget::Static(url) => assert_eq!(url.as_str(), "http://10.0.0.9:8000/metrics"),
+        }
+    }
+    let mut md = base();
+    md.push(("ipFamily", "ipv4"));
+    assert_eq!(
+        error_text(&md),
+        "metadata key `ipFamily` has value `ipv4`: applies to `dns+` entries of `vllmTargets` or `dcgmTargets`; there is none"
+    );
 }

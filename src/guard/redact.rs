@@ -1,12 +1,17 @@
-//! Credential-shaped parts of a metadata value, replaced by `[redacted]`
-//! before the value is echoed in an error: an error about a URL must never
-//! repeat a password, token or signature someone put in metadata (errors
-//! reach KEDA's events, `check` output and logs).
+//! Credential-shaped parts of a text, replaced by `[redacted]`: the one
+//! redactor every output that names a target goes through. Metadata errors
+//! (`trigger::invalid()`), source labels (logs, `/explain`, the `source`
+//! label of self-metrics, `check`), the targets and details of reading
+//! errors (a reqwest error's text holds the URL) and outbound refusals all
+//! pass what they quote through [`redact`] when they are built, so a token
+//! in a valid `vllmTargets` query string is as hidden as a password in an
+//! invalid one. Errors reach KEDA's events, `check` output and logs.
 //!
 //! The redactor errs on the side of hiding too much: a value shaped like a
 //! credential loses it even when it was something else, because an error is
 //! still readable with `[redacted]` in it and a leaked secret cannot be
-//! taken back.
+//! taken back. It is idempotent: redacting a redacted text changes nothing,
+//! so a label built from redacted parts can be redacted again.
 
 /// What replaces each credential.
 pub const REDACTED: &str = "[redacted]";
@@ -54,6 +59,17 @@ const CREDENTIAL_PARTS: &[&str] = &[
     "api-key",
     "auth",
 ];
+/// Header-like names without a dash whose value is a credential
+/// (`Authorization: …`, `Token: …`), any case.
+const HEADER_WORDS: &[&str] = &[
+    "authorization",
+    "token",
+    "password",
+    "passwd",
+    "secret",
+    "apikey",
+    "api_key",
+];
 /// HTTP authentication schemes whose parameter is the credential itself.
 const AUTH_SCHEMES: &[&str] = &["bearer", "basic"];
 
@@ -63,13 +79,16 @@ const AUTH_SCHEMES: &[&str] = &["bearer", "basic"];
 /// - `user:password@host` entries of a list without a scheme
 ///   (`[redacted]@host`);
 /// - the value of every query or `name=value` parameter whose name looks
-///   like a credential (`token=[redacted]`);
-/// - the parameter of `Bearer …` and `Basic …` (`Bearer [redacted]`).
+///   like a credential (`token=[redacted]`; a quoted value keeps its
+///   quotes, as in a PromQL matcher: `token="[redacted]"`);
+/// - the parameter of `Bearer …` and `Basic …` (`Bearer [redacted]`);
+/// - the value of a header-like `Name: value` whose name looks like a
+///   credential (`X-Api-Key: [redacted]`).
 pub fn redact(raw: &str) -> String {
     let text = redact_userinfo(raw);
     let text = redact_bare_userinfo(&text);
     let text = redact_parameters(&text);
-    redact_auth_schemes(&text)
+    redact_words(&text)
 }
 
 /// `scheme://user:password@host…` → `scheme://[redacted]@host…`, for every
@@ -123,8 +142,11 @@ fn redact_bare_userinfo(value: &str) -> String {
 }
 
 /// `…name=value…` → `…name=[redacted]…` for credential-like names. A
-/// parameter starts the value or follows `?`, `&`, `;`, `,` or whitespace;
-/// its value runs to the next `&`, `;`, `#` or whitespace.
+/// parameter starts the value or follows `?`, `&`, `;`, `,`, `{`, `(`, a
+/// quote or whitespace. A quoted value (`"…"`, `'…'`, or `\"…\"` inside
+/// JSON text, also after PromQL's `=~`) runs to its closing quote, which is
+/// kept; any other value runs to the next `&`, `;`, `#`, `"`, backtick or
+/// whitespace.
 fn redact_parameters(value: &str) -> String {
     let bytes = value.as_bytes();
     let mut out = String::with_capacity(value.len());
@@ -132,7 +154,10 @@ fn redact_parameters(value: &str) -> String {
     while i < bytes.len() {
         // After an ASCII separator `i` is a char boundary, so slicing is safe.
         let starts = i == 0
-            || matches!(bytes[i - 1], b'?' | b'&' | b';' | b',')
+            || matches!(
+                bytes[i - 1],
+                b'?' | b'&' | b';' | b',' | b'{' | b'(' | b'"' | b'\'' | b'`'
+            )
             || bytes[i - 1].is_ascii_whitespace();
         if !starts {
             i += 1;
@@ -140,18 +165,19 @@ fn redact_parameters(value: &str) -> String {
         }
         let rest = &value[i..];
         let name_len = rest
-            .find(|c: char| matches!(c, '=' | '&' | ';' | ',' | '?' | '#') || c.is_whitespace())
+            .find(|c: char| {
+                matches!(c, '=' | '&' | ';' | ',' | '?' | '#' | '"' | '(' | '{')
+                    || c.is_whitespace()
+            })
             .unwrap_or(rest.len());
         if !rest[name_len..].starts_with('=') || !is_credential_name(&rest[..name_len]) {
             i += 1;
             continue;
         }
-        let value_start = i + name_len + 1;
-        let tail = &value[value_start..];
-        let value_len = tail
-            .find(|c: char| matches!(c, '&' | ';' | '#') || c.is_whitespace())
-            .unwrap_or(tail.len());
-        if value_len > 0 {
+        let after_equals = i + name_len + 1;
+        let (value_start, value_len) = parameter_value(&value[after_equals..]);
+        let value_start = after_equals + value_start;
+        if value_len > 0 && &value[value_start..value_start + value_len] != REDACTED {
             out.push_str(&value[copied..value_start]);
             out.push_str(REDACTED);
             copied = value_start + value_len;
@@ -162,9 +188,31 @@ fn redact_parameters(value: &str) -> String {
     out
 }
 
-/// `Bearer abc…` / `Basic dXNl…` → `Bearer [redacted]`: a word naming the
-/// scheme (any case), whitespace, then the credential up to whitespace.
-fn redact_auth_schemes(value: &str) -> String {
+/// Where the credential in `tail` (the text after `name=`) starts and how
+/// long it is: inside the quotes of a quoted value, else up to the next
+/// separator.
+fn parameter_value(tail: &str) -> (usize, usize) {
+    // PromQL's regex matcher `name=~"…"`.
+    let skip = usize::from(tail.starts_with('~'));
+    let tail = &tail[skip..];
+    for quote in ["\\\"", "\"", "'"] {
+        if let Some(inner) = tail.strip_prefix(quote) {
+            // An unclosed quote hides the rest of the text.
+            return (skip + quote.len(), inner.find(quote).unwrap_or(inner.len()));
+        }
+    }
+    let len = tail
+        .find(|c: char| matches!(c, '&' | ';' | '#' | '"' | '`') || c.is_whitespace())
+        .unwrap_or(tail.len());
+    (skip, len)
+}
+
+/// Word by word: the word after an authentication scheme (`Bearer abc…`,
+/// `Basic dXNl…` → `Bearer [redacted]`, any case) and the word after a
+/// header-like name that looks like a credential (`X-Api-Key: abc…` →
+/// `X-Api-Key: [redacted]`; `Authorization: Basic abc…` keeps the scheme
+/// and hides what follows it).
+fn redact_words(value: &str) -> String {
     let runs = split_keep(value, char::is_whitespace);
     let mut out = String::with_capacity(value.len());
     let mut redact_next = false;
@@ -173,18 +221,45 @@ fn redact_auth_schemes(value: &str) -> String {
             out.push_str(run); // whitespace
             continue;
         }
-        if redact_next && !run.is_empty() {
-            out.push_str(REDACTED);
-        } else {
-            out.push_str(run);
-        }
         let word = run
             .rsplit(|c: char| !c.is_ascii_alphanumeric())
             .next()
             .unwrap_or_default();
-        redact_next = AUTH_SCHEMES.iter().any(|s| word.eq_ignore_ascii_case(s));
+        let is_scheme = AUTH_SCHEMES.iter().any(|s| word.eq_ignore_ascii_case(s));
+        if redact_next && !run.is_empty() && !(is_scheme && word == run) {
+            out.push_str(REDACTED);
+            redact_next = false;
+            continue;
+        }
+        out.push_str(run);
+        redact_next = is_scheme || is_header_name(run);
     }
     out
+}
+
+/// `Name:` (a word ending in one colon, perhaps quoted) naming a header
+/// that carries a credential: a dashed header name that looks like a
+/// credential (`X-Api-Key`, `X-Auth-Token`, `Proxy-Authorization`), or one
+/// of [`HEADER_WORDS`]. A name without a dash must be one of those words,
+/// so an error code such as `ExpiredToken: The security token…` keeps its
+/// explanation.
+fn is_header_name(word: &str) -> bool {
+    let quote = |c: char| matches!(c, '"' | '\'' | '`');
+    let Some(name) = word.strip_suffix(':').map(|name| name.trim_matches(quote)) else {
+        return false;
+    };
+    if name.is_empty()
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
+        return false;
+    }
+    if name.contains('-') {
+        is_credential_name(name)
+    } else {
+        HEADER_WORDS.iter().any(|w| name.eq_ignore_ascii_case(w))
+    }
 }
 
 fn is_credential_name(name: &str) -> bool {

@@ -145,3 +145,89 @@ fn userinfo_alone_keeps_the_broker_format() {
     assert_eq!(redact_userinfo("http://h:1/a@b"), "http://h:1/a@b");
     assert_eq!(redact_userinfo("jobs"), "jobs");
 }
+
+#[test]
+fn quoted_values_lose_only_what_is_inside_the_quotes() {
+    for (raw, expected) in [
+        (
+            "sum(x{job=\"a\",token=\"S3CRET\"})",
+            "sum(x{job=\"a\",token=\"[redacted]\"})",
+        ),
+        ("x{api_key=~\"S3CRET.*\"}", "x{api_key=~\"[redacted]\"}"),
+        ("x{secret!=\"S3CRET\"}", "x{secret!=\"[redacted]\"}"),
+        ("password='S3 CRET' rest", "password='[redacted]' rest"),
+        // A log line in JSON: the value's quotes are escaped.
+        (
+            r#"{"error":"query x{token=\"S3CRET\"} failed"}"#,
+            r#"{"error":"query x{token=\"[redacted]\"} failed"}"#,
+        ),
+        // An unclosed quote hides the rest.
+        ("token=\"S3CRET and more", "token=\"[redacted]"),
+    ] {
+        assert_eq!(redact(raw), expected, "{raw}");
+    }
+}
+
+#[test]
+fn parameters_inside_quotes_and_json_end_at_the_quote() {
+    for (raw, expected) in [
+        (
+            r#"{"url":"http://h:1/m?token=S3CRET","next":1}"#,
+            r#"{"url":"http://h:1/m?token=[redacted]","next":1}"#,
+        ),
+        ("value `token=S3CRET`: no", "value `token=[redacted]`: no"),
+        ("\"password=S3CRET\"", "\"password=[redacted]\""),
+        (
+            "error sending request for url (http://h:1/m?sig=S3CRET)",
+            "error sending request for url (http://h:1/m?sig=[redacted]",
+        ),
+    ] {
+        assert_eq!(redact(raw), expected, "{raw}");
+    }
+}
+
+#[test]
+fn header_like_credentials_are_redacted() {
+    for (raw, expected) in [
+        ("X-Api-Key: S3CRET", "X-Api-Key: [redacted]"),
+        (
+            "headers: x-auth-token: S3CRET, y",
+            "headers: x-auth-token: [redacted] y",
+        ),
+        (
+            "Authorization: Bearer S3CRET",
+            "Authorization: Bearer [redacted]",
+        ),
+        (
+            "Proxy-Authorization: S3CRET",
+            "Proxy-Authorization: [redacted]",
+        ),
+    ] {
+        assert_eq!(redact(raw), expected, "{raw}");
+    }
+    for raw in [
+        "connect failed: connection refused",
+        "Content-Type: text/plain",
+        "a:: b",
+        // An error code is not a header: its explanation stays.
+        "ExpiredToken: The security token included in the request is expired",
+        "SASL authentication failed: bad mechanism",
+    ] {
+        assert_eq!(redact(raw), raw);
+    }
+}
+
+#[test]
+fn redacting_twice_changes_nothing() {
+    for raw in [
+        "http://admin:S3CRET@10.0.0.1/metrics?token=S3CRET&x=1",
+        "sum(x{token=\"S3CRET\"}) Bearer S3CRET",
+        "X-Api-Key: S3CRET; password=S3CRET",
+        "b0:9092,admin:S3CRET@b1:9092",
+        "(http://h:1/m?sig=S3CRET)",
+    ] {
+        let once = redact(raw);
+        assert!(!once.contains("S3CRET"), "{raw} → {once}");
+        assert_eq!(redact(&once), once, "{raw}");
+    }
+}
