@@ -517,6 +517,78 @@ async fn idle_triggers_are_dropped_unless_a_stream_holds_them() {
 }
 
 #[tokio::test]
+async fn past_max_triggers_a_new_trigger_is_resource_exhausted_naming_the_limit() {
+    let pods = pods(&[(5.0, 0.0)]).await;
+    let config = ScalerConfig::parse("maxTriggers: 1\nidleTimeoutSeconds: 1\n").expect("config");
+    let server = start_server(config).await;
+    let mut client = client(&server).await;
+    let targets = targets(&pods);
+    let metadata = [
+        ("vllmTargets", targets.as_str()),
+        ("targetBacklogPerReplica", "10"),
+    ];
+    let first = object("first", &metadata);
+    let second = object("second", &metadata);
+
+    let spec = client
+        .get_metric_spec(first.clone())
+        .await
+        .expect("first spec")
+        .into_inner();
+    let metric = spec.metric_specs[0].metric_name.clone();
+    let refused = client
+        .get_metric_spec(second.clone())
+        .await
+        .expect_err("second refused");
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+    assert_eq!(
+        refused.message(),
+        "trigger default/second is refused: the scaler's trigger count (1) has reached its limit (`maxTriggers` in --config) of 1; raise it or run another scaler"
+    );
+    let refused = client
+        .get_metrics(metrics_request(&second, &metric))
+        .await
+        .expect_err("second's metrics refused");
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+    let refused = client
+        .is_active(second.clone())
+        .await
+        .expect_err("second's activity refused");
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+
+    // The registered trigger keeps answering.
+    let values = client
+        .get_metrics(metrics_request(&first, &metric))
+        .await
+        .expect("first still answers")
+        .into_inner();
+    assert_eq!(values.metric_values[0].metric_value_float, 5.0);
+    let (_, metrics) = http_get(&format!("http://{}/metrics", server.http_addr)).await;
+    assert!(metrics.contains("backlog_scaler_triggers 1"), "{metrics}");
+    assert!(
+        metrics.contains("backlog_scaler_max_triggers 1"),
+        "{metrics}"
+    );
+
+    // Once `first` idles out, KEDA's next call for `second` registers it.
+    let admitted = eventually(Duration::from_secs(5), || {
+        let mut client = client.clone();
+        let second = second.clone();
+        async move { client.get_metric_spec(second).await.ok() }
+    })
+    .await;
+    assert!(admitted.is_some(), "second admitted after first idled out");
+    let names: Vec<_> = server
+        .cache
+        .entries()
+        .iter()
+        .map(|e| e.name.clone())
+        .collect();
+    assert_eq!(names, ["second"]);
+    server.shutdown().await;
+}
+
+#[tokio::test]
 async fn shared_sources_are_polled_once() {
     let pods = pods(&[(5.0, 0.0)]).await;
     let server = start_server(ScalerConfig::default()).await;

@@ -200,7 +200,9 @@ fn exposition() -> String {
         broker_backlog: Some(3.0),
         ..Signals::default()
     };
-    telemetry.record_decision(&labels, &fuse(&params, &signals), false);
+    let decision = fuse(&params, &signals);
+    telemetry.record_decision(&labels, &decision, false);
+    telemetry.record_shadow(&labels, &decision);
     for outcome in every_outcome() {
         telemetry.record_poll("pod", outcome, Duration::from_millis(3), 1);
     }

@@ -28,6 +28,11 @@ pub struct TriggerExplain {
     pub name: String,
     /// Metric name served to KEDA.
     pub metric_name: String,
+    /// `active`, or `shadow`: then GetMetrics answers 0 and IsActive false
+    /// whatever this explains, and `state`, `value`, `active` and
+    /// `desiredReplicas` are what it would answer (`unavailable`: it would
+    /// answer UNAVAILABLE).
+    pub mode: &'static str,
     /// `ok`, `degraded` (a failing source's last good value is held, or a
     /// `dns+` name answers no addresses while the other targets answer),
     /// `unavailable` (GetMetrics answers UNAVAILABLE) or `pending`.
@@ -217,6 +222,7 @@ impl TriggerExplain {
             namespace: entry.namespace.clone(),
             name: entry.name.clone(),
             metric_name: spec.metric_name.clone(),
+            mode: spec.mode.as_str(),
             state: "pending",
             reason: None,
             value: None,

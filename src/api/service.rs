@@ -23,6 +23,7 @@ use crate::proto::{
 };
 use crate::runtime::cache::{DecisionCache, Evaluation, TriggerEntry};
 use crate::runtime::telemetry::Telemetry;
+use crate::trigger::Mode;
 
 /// The gRPC service.
 #[derive(Debug, Clone)]
@@ -154,14 +155,19 @@ impl ScalerService {
                 served: served.clone(),
             });
         }
-        let decision = self.decision(&entry).await?;
+        let value = match self.answer(&entry).await? {
+            Some(decision) => decision.backlog,
+            // Shadow: 0 is below any other trigger's value, so the HPA's max
+            // is theirs; the decision lives in `/explain` and the self-metrics.
+            None => 0.0,
+        };
         Ok(GetMetricsResponse {
             metric_values: vec![MetricValue {
                 metric_name: served.clone(),
                 // Ceil so KEDA <= 2.16, which reads only the int, never
                 // scales below what the exact value asks for.
-                metric_value: decision.backlog.ceil() as i64,
-                metric_value_float: decision.backlog,
+                metric_value: value.ceil() as i64,
+                metric_value_float: value,
             }],
         })
     }
@@ -171,10 +177,23 @@ impl ScalerService {
         object: ScaledObjectRef,
     ) -> Result<IsActiveResponse, ScalerError> {
         let entry = self.entry(object)?;
-        let decision = self.decision(&entry).await?;
         Ok(IsActiveResponse {
-            result: decision.active,
+            result: self.answer(&entry).await?.is_some_and(|d| d.active),
         })
+    }
+
+    /// The decision KEDA is answered with: `None` for a shadow trigger,
+    /// which answers 0 / inactive whatever it decided, even while its
+    /// signal is lost. UNAVAILABLE would make KEDA apply the ScaledObject's
+    /// `fallback` and change the replica count the trial must not touch.
+    async fn answer(&self, entry: &TriggerEntry) -> Result<Option<Decision>, ScalerError> {
+        let decision = self.decision(entry).await;
+        match entry.spec.mode {
+            Mode::Active => decision.map(Some),
+            // Still waited for: a new trigger's first call registers it and
+            // its first reading, as in active mode.
+            Mode::Shadow => Ok(None),
+        }
     }
 }
 
@@ -204,7 +223,8 @@ impl ExternalScaler for ScalerService {
     /// Sends `true` at once if the trigger is active, then on every
     /// inactive→active edge. Never sends `false` (KEDA ignores it, and
     /// repeated `true` would keep resetting KEDA's cooldown). Ends with OK on
-    /// shutdown so KEDA reconnects after its shortest backoff.
+    /// shutdown so KEDA reconnects after its shortest backoff. A shadow
+    /// trigger sends nothing.
     async fn stream_is_active(
         &self,
         request: Request<ScaledObjectRef>,
@@ -218,6 +238,15 @@ impl ExternalScaler for ScalerService {
         let (tx, rx) = mpsc::channel(4);
         let shutdown = self.shutdown.clone();
         tokio::spawn(async move {
+            if entry.spec.mode == Mode::Shadow {
+                // A shadow trigger never activates: hold the stream open,
+                // silent, so KEDA does not reconnect in a loop.
+                tokio::select! {
+                    _ = shutdown.cancelled() => {}
+                    _ = tx.closed() => {}
+                }
+                return;
+            }
             let mut evaluations = entry.subscribe();
             let mut was_active = false;
             let first = evaluations.borrow_and_update().clone();

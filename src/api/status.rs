@@ -12,7 +12,8 @@ pub enum ScalerError {
     #[error("the request has no scaledObjectRef")]
     MissingRef,
     /// The trigger was not registered: invalid metadata, a target the
-    /// outbound allowlist refuses, or a credential profile it may not use.
+    /// outbound allowlist refuses, a credential profile it may not use, or
+    /// the scaler already holds `maxTriggers` triggers.
     #[error("{}", not_registered(.namespace, .name, .error))]
     NotRegistered {
         /// ScaledObject namespace.
@@ -55,6 +56,8 @@ impl From<ScalerError> for Status {
                 RegisterError::Denied(_) | RegisterError::ProfileDenied(_) => {
                     Code::PermissionDenied
                 }
+                // The scaler's own capacity, not the caller's metadata.
+                RegisterError::AtCapacity { .. } => Code::ResourceExhausted,
             },
             ScalerError::UnknownMetric { .. } => Code::NotFound,
             ScalerError::Unavailable { .. } => Code::Unavailable,
@@ -70,7 +73,9 @@ fn not_registered(namespace: &str, name: &str, error: &RegisterError) -> String 
         RegisterError::Metadata(_) => {
             format!("invalid trigger metadata for {namespace}/{name}: {error}")
         }
-        RegisterError::Denied(_) | RegisterError::ProfileDenied(_) => {
+        RegisterError::Denied(_)
+        | RegisterError::ProfileDenied(_)
+        | RegisterError::AtCapacity { .. } => {
             format!("trigger {namespace}/{name} is refused: {error}")
         }
         RegisterError::Profile(_) => format!("trigger {namespace}/{name}: {error}"),

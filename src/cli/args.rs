@@ -93,6 +93,12 @@ pub enum Command {
         /// Only this ScaledObject.
         #[arg(long)]
         name: Option<String>,
+        /// Print the JSON (the default when stdout is not a terminal).
+        #[arg(long, conflicts_with = "text")]
+        json: bool,
+        /// Print the readable view (the default on a terminal).
+        #[arg(long)]
+        text: bool,
     },
     /// Run a simulated vLLM fleet on loopback plus the scaler, and print a
     /// live view. No cluster and no config needed.

@@ -183,11 +183,12 @@ fn check_static(
     };
     let _ = writeln!(
         out,
-        "  metadata ok: metric `{}`, target {} per replica, poll every {}s, max signal age {}s",
+        "  metadata ok: metric `{}`, target {} per replica, poll every {}s, max signal age {}s, mode {}",
         spec.metric_name,
         spec.fusion.target_per_replica,
         spec.poll_interval.as_secs(),
-        spec.max_signal_age.as_secs()
+        spec.max_signal_age.as_secs(),
+        spec.mode.as_str()
     );
     // The same static check the server makes at GetMetricSpec.
     let denied: Vec<_> = spec
@@ -306,11 +307,19 @@ async fn probe_and_fuse(
                 "  {}",
                 formula(&spec.fusion, &decision.components, decision.backlog)
             );
-            let _ = writeln!(
-                out,
-                "  would answer: GetMetrics {}={}  IsActive={}  (desired replicas ceil(B/T) = {})",
-                spec.metric_name, decision.backlog, decision.active, decision.desired_replicas
-            );
+            if spec.mode == crate::trigger::Mode::Shadow {
+                let _ = writeln!(
+                    out,
+                    "  would answer: GetMetrics {}=0  IsActive=false  (shadow; it decides B = {}, active {}, desired replicas ceil(B/T) = {})",
+                    spec.metric_name, decision.backlog, decision.active, decision.desired_replicas
+                );
+            } else {
+                let _ = writeln!(
+                    out,
+                    "  would answer: GetMetrics {}={}  IsActive={}  (desired replicas ceil(B/T) = {})",
+                    spec.metric_name, decision.backlog, decision.active, decision.desired_replicas
+                );
+            }
             if spec.fusion.latency.is_some() {
                 let _ = writeln!(
                     out,
@@ -318,6 +327,24 @@ async fn probe_and_fuse(
                 );
             }
             Ok(out)
+        }
+        // Shadow mode answers 0 for a lost signal too; the probe still
+        // fails, since a trial without a signal shows nothing.
+        Ok(_) if spec.mode == crate::trigger::Mode::Shadow => {
+            let _ = writeln!(
+                out,
+                "  would answer: GetMetrics {}=0  IsActive=false  (shadow; the signal is lost)",
+                spec.metric_name
+            );
+            Err(out)
+        }
+        Err(reason) if spec.mode == crate::trigger::Mode::Shadow => {
+            let _ = writeln!(
+                out,
+                "  would answer: GetMetrics {}=0  IsActive=false  (shadow; the signal is lost: {reason})",
+                spec.metric_name
+            );
+            Err(out)
         }
         Ok(_) => {
             let _ = writeln!(out, "  would answer: UNAVAILABLE (KEDA's fallback applies)");

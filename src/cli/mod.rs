@@ -8,12 +8,14 @@
 //! | `args` | the clap definitions ([`Cli`], [`Command`]) |
 //! | `run` | [`main`]: logging, the async runtime, dispatch to a command |
 //! | `serve`, `explain`, [`check`], [`demo`], [`simulate`] | one command each |
+//! | `explain_view` | `explain`'s text view of the `/explain` JSON |
 //! | `logging` | the tracing subscriber ([`init_logging`]) |
 
 mod args;
 pub mod check;
 pub mod demo;
 mod explain;
+mod explain_view;
 mod logging;
 mod run;
 mod serve;

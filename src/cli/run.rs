@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::Parser as _;
 
 use super::args::{Cli, Command};
-use super::explain::explain;
+use super::explain::{ExplainFormat, explain};
 use super::logging::init_logging;
 use super::serve::{serve, tls_options};
 use super::{check, demo, simulate};
@@ -76,7 +76,17 @@ async fn run(command: Command) -> ExitCode {
             admin_url,
             namespace,
             name,
-        } => explain(&admin_url, namespace, name).await,
+            json,
+            text,
+        } => {
+            explain(
+                &admin_url,
+                namespace,
+                name,
+                ExplainFormat::choose(json, text),
+            )
+            .await
+        }
         Command::Demo {
             grpc_addr,
             http_addr,

@@ -200,15 +200,23 @@ pub fn evaluate(
 /// lost signal (without, [`Unavailable::NoAddresses`]); one empty among
 /// answering targets is neither: the reading goes on, flagged degraded.
 fn partial_discovery(spec: &TriggerSpec, fresh: &Fresh<'_>) -> Vec<String> {
-    let Some(EngineInput::Scrape(source)) = &spec.engine else {
-        return Vec::new();
-    };
-    match lookup(fresh, &SourceSpec::Engine(source.clone())) {
-        Some((Reading::Engine(reading), _)) if !reading.pods.is_empty() => {
-            reading.empty_discovery.clone()
-        }
-        _ => Vec::new(),
+    let mut empty = Vec::new();
+    if let Some(EngineInput::Scrape(source)) = &spec.engine
+        && let Some((Reading::Engine(reading), _)) =
+            lookup(fresh, &SourceSpec::Engine(source.clone()))
+        && !reading.pods.is_empty()
+    {
+        empty.extend(reading.empty_discovery.iter().cloned());
     }
+    // dcgm-exporter runs one pod per node: an empty name among answering
+    // ones hides some nodes' GPUs from `U`.
+    if let Some(GpuInput::Scrape(source)) = &spec.gpu
+        && let Some((Reading::Gpu(reading), _)) = lookup(fresh, &SourceSpec::Dcgm(source.clone()))
+        && !reading.gpus.is_empty()
+    {
+        empty.extend(reading.empty_discovery.iter().cloned());
+    }
+    empty
 }
 
 /// Fresh readings by source. A list, not a map: a few entries per trigger,

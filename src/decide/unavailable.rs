@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use crate::guard::redact::redact;
 use crate::source::{Engine, SourceError, SourceSpec};
 
 /// Why a trigger cannot be measured now; KEDA's fallback applies.
@@ -118,7 +119,9 @@ pub enum Unavailable {
         engine: Engine,
     },
     /// A PromQL signal's answer cannot be read as that signal.
-    #[error("{key} `{query}` {problem}")]
+    // The query is shown redacted: a matcher such as `token="…"` is
+    // credential-shaped, and this text reaches KEDA's events and the logs.
+    #[error("{key} `{}` {problem}", redact(query))]
     Query {
         /// The metadata key of the query (`waitingQuery`, `replicasQuery`, …).
         key: &'static str,
@@ -265,5 +268,20 @@ mod tests {
                 .expect("two");
         assert!(matches!(&two, Unavailable::Several(list) if list.len() == 2));
         assert_eq!(two.to_string(), "a: no reading; b: no reading");
+    }
+
+    #[test]
+    fn a_query_is_shown_with_its_credential_shaped_matchers_redacted() {
+        let reason = Unavailable::Query {
+            key: "waitingQuery",
+            query: r#"sum(w{token="S3CRET"})"#.into(),
+            problem: QueryProblem::Empty,
+        };
+        let text = reason.to_string();
+        assert!(!text.contains("S3CRET"), "{text}");
+        assert!(
+            text.starts_with("waitingQuery `sum(w{token=\"[redacted]\"})`"),
+            "{text}"
+        );
     }
 }

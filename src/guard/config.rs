@@ -16,12 +16,21 @@ use super::outbound::OutboundConfig;
 /// exhausting memory.
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 10 * 1024 * 1024;
 
+/// Default cap on registered triggers (`maxTriggers`): the design capacity of
+/// one scaler, 100,000 triggers within 1 GB RSS (issue 14, item 7). That is
+/// the target the scale benchmark will verify; it does not exist yet, so the
+/// number is the goal, not a measurement. The cap exists so that a runaway
+/// generator of ScaledObjects meets a clear refusal instead of an OOM kill
+/// that would take every other trigger down with it.
+pub const DEFAULT_MAX_TRIGGERS: usize = 100_000;
+
 /// The `--config` file. Every field is optional.
 ///
 /// ```yaml
 /// coldStartBudgetMillis: 2000
 /// idleTimeoutSeconds: 600
 /// maxResponseBytes: 10485760
+/// maxTriggers: 100000
 /// outbound:
 ///   allow: ["*.svc.cluster.local", "10.0.0.0/8"]
 /// ```
@@ -40,6 +49,13 @@ pub struct ScalerConfig {
     /// Largest upstream response body accepted, in bytes. Default 10 MiB.
     #[serde(default = "default_max_response_bytes")]
     pub max_response_bytes: usize,
+    /// Most triggers the scaler registers at once; a new one past it is
+    /// refused with RESOURCE_EXHAUSTED (registered ones keep working, and a
+    /// trigger dropped after `idleTimeoutSeconds` makes room). At least 1.
+    /// Default [`DEFAULT_MAX_TRIGGERS`] (100000), the design capacity the
+    /// scale benchmark will verify.
+    #[serde(default = "default_max_triggers")]
+    pub max_triggers: usize,
     /// Where sources may connect: `allow` (host patterns and CIDRs) and
     /// `allowLinkLocal`. Default: no allowlist (any target but link-local and
     /// cloud metadata addresses; the server warns at start-up). See
@@ -64,6 +80,9 @@ const fn default_idle_timeout_seconds() -> u64 {
 const fn default_max_response_bytes() -> usize {
     DEFAULT_MAX_RESPONSE_BYTES
 }
+const fn default_max_triggers() -> usize {
+    DEFAULT_MAX_TRIGGERS
+}
 
 impl Default for ScalerConfig {
     fn default() -> Self {
@@ -71,6 +90,7 @@ impl Default for ScalerConfig {
             cold_start_budget_millis: default_cold_start_budget_millis(),
             idle_timeout_seconds: default_idle_timeout_seconds(),
             max_response_bytes: default_max_response_bytes(),
+            max_triggers: default_max_triggers(),
             outbound: OutboundConfig::default(),
             profiles: Profiles::default(),
         }
@@ -133,6 +153,9 @@ impl ScalerConfig {
                 config.max_response_bytes
             ));
         }
+        if config.max_triggers == 0 {
+            return Err("maxTriggers must be at least 1".to_owned());
+        }
         config.outbound.policy()?;
         config.profiles.validate().map_err(|e| e.to_string())?;
         Ok(config)
@@ -163,6 +186,27 @@ mod tests {
         assert!(err.contains("idleTimeout"), "{err}");
         let err = ScalerConfig::parse("coldStartBudgetMillis: 60000\n").expect_err("too long");
         assert!(err.contains("coldStartBudgetMillis"), "{err}");
+    }
+
+    #[test]
+    fn max_triggers_defaults_to_the_design_capacity_and_must_be_positive() {
+        assert_eq!(ScalerConfig::default().max_triggers, 100_000);
+        assert_eq!(
+            ScalerConfig::parse("idleTimeoutSeconds: 60\n")
+                .expect("valid")
+                .max_triggers,
+            DEFAULT_MAX_TRIGGERS
+        );
+        assert_eq!(
+            ScalerConfig::parse("maxTriggers: 2\n")
+                .expect("valid")
+                .max_triggers,
+            2
+        );
+        let err = ScalerConfig::parse("maxTriggers: 0\n").expect_err("zero");
+        assert!(err.contains("maxTriggers must be at least 1"), "{err}");
+        let err = ScalerConfig::parse("maxTriggers: -1\n").expect_err("negative");
+        assert!(err.contains("maxTriggers"), "{err}");
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! with its pollers.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -23,6 +23,7 @@ use tokio_stream::wrappers::WatchStream;
 pub use crate::decide::freshness::{Evaluation, SignalReport, Status, Unavailable};
 use crate::decide::freshness::{TriggerMemory, evaluate};
 use crate::decide::fusion::Decision;
+use crate::guard::config::DEFAULT_MAX_TRIGGERS;
 use crate::guard::credentials::{ProfileError, Section};
 use crate::guard::outbound::OutboundDenied;
 use crate::runtime::poller::{Poller, PollerKey, PollerRegistry};
@@ -37,6 +38,8 @@ pub struct CacheSettings {
     pub cold_start_budget: Duration,
     /// Drop a trigger nobody asked about for this long.
     pub idle_timeout: Duration,
+    /// Refuse a new trigger while this many are registered (`maxTriggers`).
+    pub max_triggers: usize,
 }
 
 impl Default for CacheSettings {
@@ -45,6 +48,7 @@ impl Default for CacheSettings {
             // Under KEDA's 3 s deadline for GetMetricSpec+GetMetrics+IsActive.
             cold_start_budget: Duration::from_secs(2),
             idle_timeout: Duration::from_secs(600),
+            max_triggers: DEFAULT_MAX_TRIGGERS,
         }
     }
 }
@@ -55,6 +59,7 @@ impl CacheSettings {
         CacheSettings {
             cold_start_budget: Duration::from_millis(config.cold_start_budget_millis),
             idle_timeout: Duration::from_secs(config.idle_timeout_seconds),
+            max_triggers: config.max_triggers,
         }
     }
 }
@@ -74,6 +79,17 @@ pub enum RegisterError {
     /// The `authProfile` does not exist or lacks the section the source needs.
     #[error("{0}")]
     Profile(ProfileError),
+    /// The scaler already holds `maxTriggers` triggers: a refusal of the
+    /// scaler's own capacity, not a judgement of the metadata.
+    #[error(
+        "the scaler's trigger count ({held}) has reached its limit (`maxTriggers` in --config) of {limit}; raise it or run another scaler"
+    )]
+    AtCapacity {
+        /// Triggers registered when this one was refused.
+        held: usize,
+        /// The `maxTriggers` limit.
+        limit: usize,
+    },
 }
 
 /// What makes two triggers the same: the ScaledObject and its exact metadata.
@@ -162,6 +178,10 @@ pub struct DecisionCache {
     pollers: PollerRegistry,
     telemetry: Arc<Telemetry>,
     settings: CacheSettings,
+    /// Set while at capacity and the refusal was logged: KEDA retries a
+    /// refused trigger every polling interval, and one warning per episode
+    /// says it all.
+    full_logged: AtomicBool,
 }
 
 impl DecisionCache {
@@ -171,11 +191,13 @@ impl DecisionCache {
         telemetry: Arc<Telemetry>,
         settings: CacheSettings,
     ) -> DecisionCache {
+        telemetry.set_max_triggers(settings.max_triggers);
         DecisionCache {
             triggers: RwLock::new(HashMap::new()),
             pollers,
             telemetry,
             settings,
+            full_logged: AtomicBool::new(false),
         }
     }
 
@@ -185,8 +207,9 @@ impl DecisionCache {
     }
 
     /// The entry for a trigger, registering it (and starting its pollers) on
-    /// first sight. Invalid metadata, and metadata naming a target the
-    /// outbound allowlist refuses, is never registered.
+    /// first sight. Invalid metadata, metadata naming a target the outbound
+    /// allowlist refuses, and a new trigger while `maxTriggers` are held are
+    /// never registered.
     pub fn get_or_register(
         &self,
         namespace: String,
@@ -224,6 +247,21 @@ impl DecisionCache {
         if let Some(entry) = triggers.get(&key) {
             entry.touch();
             return Ok(entry.clone());
+        }
+        if triggers.len() >= self.settings.max_triggers {
+            if !self.full_logged.swap(true, Ordering::Relaxed) {
+                tracing::warn!(
+                    namespace = %key.namespace,
+                    name = %key.name,
+                    held = triggers.len(),
+                    limit = self.settings.max_triggers,
+                    "trigger refused: maxTriggers reached; new triggers are refused until one is dropped"
+                );
+            }
+            return Err(RegisterError::AtCapacity {
+                held: triggers.len(),
+                limit: self.settings.max_triggers,
+            });
         }
         let entry = Arc::new(self.start_trigger(&key, spec));
         tracing::info!(
@@ -335,6 +373,9 @@ impl DecisionCache {
             keep
         });
         self.telemetry.set_triggers(triggers.len());
+        if triggers.len() < self.settings.max_triggers {
+            self.full_logged.store(false, Ordering::Relaxed);
+        }
         before - triggers.len()
     }
 
@@ -379,7 +420,10 @@ async fn trigger_loop(
         log_transition(&labels, &previous, &evaluation);
         match &evaluation.status {
             Status::Ready { decision, .. } => {
-                telemetry.record_decision(&labels, decision, evaluation.degraded)
+                telemetry.record_decision(&labels, decision, evaluation.degraded);
+                if spec.mode == crate::trigger::Mode::Shadow {
+                    telemetry.record_shadow(&labels, decision);
+                }
             }
             Status::Unavailable(_) => telemetry.record_unavailable(&labels),
             Status::Pending => {}
@@ -409,6 +453,7 @@ fn log_transition(labels: &TriggerLabels, before: &Evaluation, after: &Evaluatio
     if from != to {
         let reason = match &after.status {
             Status::Unavailable(reason) => reason.to_string(),
+            _ if after.degraded => degraded_reason(after),
             _ => String::new(),
         };
         let reason = reason.as_str();
@@ -430,9 +475,77 @@ fn log_transition(labels: &TriggerLabels, before: &Evaluation, after: &Evaluatio
     }
 }
 
+/// Why a ready evaluation is degraded: the failing sources whose last good
+/// reading is held (with their last error) and the `dns+` names that
+/// answered no address while others did.
+fn degraded_reason(evaluation: &Evaluation) -> String {
+    let held = evaluation
+        .signals
+        .iter()
+        .filter(|report| report.state.failing())
+        .map(|report| match &report.state.last_failure {
+            Some(failure) => format!(
+                "{}: holding its last reading ({})",
+                report.label, failure.value
+            ),
+            None => format!("{}: holding its last reading", report.label),
+        });
+    let empty = evaluation
+        .empty_names
+        .iter()
+        .map(|name| format!("{name}: no addresses while the other targets answer"));
+    held.chain(empty).collect::<Vec<_>>().join("; ")
+}
+
+#[cfg(test)]
+mod capacity_tests;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_degraded_transition_names_what_is_held_and_what_is_empty() {
+        use crate::decide::freshness::SignalReport;
+        use crate::decide::signal_state::{SignalState, Timed};
+        use crate::source::{FailureKind, SourceError, SourceSpec};
+        let spec = TriggerSpec::from_metadata([
+            ("targetBacklogPerReplica", "10"),
+            ("vllmTargets", "http://127.0.0.1:9/metrics"),
+        ])
+        .expect("valid");
+        let source: SourceSpec = spec.sources()[0].clone();
+        let failure = Timed {
+            value: SourceError::new(
+                FailureKind::Unreachable,
+                "http://127.0.0.1:9/metrics",
+                "connection refused",
+            ),
+            at: Instant::now(),
+            wall: SystemTime::now(),
+        };
+        let state = SignalState {
+            last_good: None,
+            last_failure: Some(failure),
+            consecutive_failures: 2,
+        };
+        let mut evaluation = Evaluation::pending(SystemTime::now());
+        evaluation.degraded = true;
+        evaluation.signals = vec![SignalReport {
+            label: source.label(),
+            source,
+            state: Arc::new(state),
+        }];
+        evaluation.empty_names = vec!["dns+http://b.ns:8000/metrics".into()];
+        let reason = degraded_reason(&evaluation);
+        assert_eq!(
+            reason,
+            format!(
+                "{}: holding its last reading (http://127.0.0.1:9/metrics: connection refused); dns+http://b.ns:8000/metrics: no addresses while the other targets answer",
+                evaluation.signals[0].label
+            )
+        );
+    }
     use crate::guard::config::ScalerConfig;
 
     #[test]
@@ -444,6 +557,7 @@ mod tests {
             CacheSettings {
                 cold_start_budget: Duration::from_millis(500),
                 idle_timeout: Duration::from_secs(60),
+                max_triggers: 100_000,
             }
         );
         // An empty config file and no config file mean the same.

@@ -6,11 +6,13 @@
 //! | `backlog_scaler_backlog_component` | gauge | namespace, name, metric, component | each term: `waiting`, `running`, `running_term`, `broker_term` (w·Q), `demand`, `ttft_seconds`, `latency_term`, `kv_cache_usage`, `kv_term`, `gpu_utilization` (absent when not configured) |
 //! | `backlog_scaler_guard_fired` | gauge | namespace, name, metric, guard | 1 when a guard set `B`: `latency`, `kv_cache`, `gpu_busy_hold`, `gpu_idle_veto` |
 //! | `backlog_scaler_desired_replicas` | gauge | namespace, name, metric | `ceil(B/T)` |
+//! | `backlog_scaler_shadow_desired_replicas` | gauge | namespace, name, metric | `ceil(B/T)` a `mode: shadow` trigger would ask for (it answers 0) |
 //! | `backlog_scaler_active` | gauge | namespace, name, metric | 1 when `B > activationBacklog` |
 //! | `backlog_scaler_replicas_reporting` | gauge | namespace, name, metric | engine pods in the last reading |
-//! | `backlog_scaler_trigger_available` | gauge | namespace, name, metric | 1 when GetMetrics answers a value, 0 while it answers UNAVAILABLE |
-//! | `backlog_scaler_trigger_degraded` | gauge | namespace, name, metric | 1 while a failing source's last good value is being held |
+//! | `backlog_scaler_trigger_available` | gauge | namespace, name, metric | 1 when GetMetrics answers a value, 0 while it answers UNAVAILABLE (in shadow mode: would answer) |
+//! | `backlog_scaler_trigger_degraded` | gauge | namespace, name, metric | 1 while a failing source's last good value is being held, or a `dns+` name answers no addresses among answering targets |
 //! | `backlog_scaler_triggers` | gauge | | triggers currently tracked |
+//! | `backlog_scaler_max_triggers` | gauge | | the `maxTriggers` limit: past it, a new trigger is refused |
 //! | `backlog_scaler_pollers` | gauge | | distinct sources being polled |
 //! | `backlog_scaler_polls_total` | counter | source, outcome | polls by outcome `ok`, `timeout`, `upstream_error`, `parse_error` |
 //! | `backlog_scaler_poll_duration_seconds` | histogram | source | time to take one reading |
@@ -101,11 +103,13 @@ pub struct Telemetry {
     component: Family<ComponentLabels, FloatGauge>,
     guard: Family<GuardLabels, Gauge>,
     desired_replicas: Family<TriggerLabels, Gauge>,
+    shadow_desired_replicas: Family<TriggerLabels, Gauge>,
     active: Family<TriggerLabels, Gauge>,
     replicas_reporting: Family<TriggerLabels, Gauge>,
     available: Family<TriggerLabels, Gauge>,
     degraded: Family<TriggerLabels, Gauge>,
     triggers: Gauge,
+    max_triggers: Gauge,
     pollers: Gauge,
     polls: Family<PollLabels, Counter>,
     poll_duration: Family<SourceLabels, Histogram>,
@@ -133,11 +137,13 @@ impl Telemetry {
             component: Family::default(),
             guard: Family::default(),
             desired_replicas: Family::default(),
+            shadow_desired_replicas: Family::default(),
             active: Family::default(),
             replicas_reporting: Family::default(),
             available: Family::default(),
             degraded: Family::default(),
             triggers: Gauge::default(),
+            max_triggers: Gauge::default(),
             pollers: Gauge::default(),
             polls: Family::default(),
             poll_duration: Family::new_with_constructor(poll_histogram),
@@ -165,6 +171,11 @@ impl Telemetry {
             "ceil(B / targetBacklogPerReplica)",
             t.desired_replicas.clone(),
         );
+        registry.register(
+            "shadow_desired_replicas",
+            "ceil(B / targetBacklogPerReplica) a mode: shadow trigger would ask for (it answers 0)",
+            t.shadow_desired_replicas.clone(),
+        );
         registry.register("active", "1 when B > activationBacklog", t.active.clone());
         registry.register(
             "replicas_reporting",
@@ -173,15 +184,20 @@ impl Telemetry {
         );
         registry.register(
             "trigger_available",
-            "1 when the trigger answers a value, 0 while it answers UNAVAILABLE",
+            "1 when the trigger answers a value, 0 while it answers UNAVAILABLE (in shadow mode: would answer)",
             t.available.clone(),
         );
         registry.register(
             "trigger_degraded",
-            "1 while a failing source's last good reading is being held",
+            "1 while a failing source's last good reading is being held, or a dns+ name answers no addresses among answering targets",
             t.degraded.clone(),
         );
         registry.register("triggers", "Triggers currently tracked", t.triggers.clone());
+        registry.register(
+            "max_triggers",
+            "The maxTriggers limit: past it, a new trigger is refused",
+            t.max_triggers.clone(),
+        );
         registry.register(
             "pollers",
             "Distinct sources currently polled",
@@ -282,6 +298,16 @@ impl Telemetry {
         self.degraded.get_or_create(labels).set(i64::from(degraded));
     }
 
+    /// Record what a `mode: shadow` trigger's new decision would ask for,
+    /// after [`Telemetry::record_decision`]: its own series, so a dashboard
+    /// can set it beside the HPA's current replicas (kube-state-metrics)
+    /// without mistaking it for a trigger that decides.
+    pub fn record_shadow(&self, labels: &TriggerLabels, decision: &Decision) {
+        self.shadow_desired_replicas
+            .get_or_create(labels)
+            .set(i64::try_from(decision.desired_replicas).unwrap_or(i64::MAX));
+    }
+
     /// Record that a trigger answers UNAVAILABLE. Its value series are
     /// removed rather than left at a stale number a dashboard would trust.
     pub fn record_unavailable(&self, labels: &TriggerLabels) {
@@ -311,6 +337,7 @@ impl Telemetry {
             });
         }
         self.desired_replicas.remove(labels);
+        self.shadow_desired_replicas.remove(labels);
         self.active.remove(labels);
         self.replicas_reporting.remove(labels);
     }
@@ -318,6 +345,12 @@ impl Telemetry {
     /// Set the tracked-trigger count.
     pub fn set_triggers(&self, count: usize) {
         self.triggers.set(i64::try_from(count).unwrap_or(i64::MAX));
+    }
+
+    /// Set the `maxTriggers` limit shown next to the tracked-trigger count.
+    pub fn set_max_triggers(&self, limit: usize) {
+        self.max_triggers
+            .set(i64::try_from(limit).unwrap_or(i64::MAX));
     }
 
     /// Add to the poller count (negative to remove).

@@ -105,6 +105,10 @@ pub struct GpuReading {
     pub gpus: Vec<GpuSample>,
     /// Lines skipped as malformed.
     pub malformed_lines: usize,
+    /// `dns+` targets whose name answered "no addresses" while others gave
+    /// exporters: their GPUs are missing, so the trigger is flagged degraded.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub empty_discovery: Vec<String>,
 }
 
 impl GpuReading {
@@ -154,6 +158,7 @@ impl DcgmSource {
         Ok(GpuReading {
             gpus,
             malformed_lines,
+            empty_discovery: scraped.empty_names,
         })
     }
 
@@ -308,6 +313,7 @@ DCGM_FI_DEV_GPU_UTIL{gpu="3",UUID="GPU-d",pci_bus_id="00000000:64:00.0",device="
         let reading = GpuReading {
             gpus,
             malformed_lines: 0,
+            empty_discovery: Vec::new(),
         };
         assert_eq!(reading.gpus.len(), 2);
         assert_eq!(reading.mean_utilization(), Some(90.0));
@@ -327,7 +333,8 @@ DCGM_FI_DEV_GPU_UTIL{gpu="3",UUID="GPU-d",pci_bus_id="00000000:64:00.0",device="
         assert!(
             GpuReading {
                 gpus,
-                malformed_lines: 0
+                malformed_lines: 0,
+                empty_discovery: Vec::new(),
             }
             .mean_utilization()
             .is_none()
@@ -393,6 +400,7 @@ DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="1",UUID="GPU-b",pci_bus_id="00000000:62:00.0"
         let reading = GpuReading {
             gpus,
             malformed_lines: 0,
+            empty_discovery: Vec::new(),
         };
         assert_eq!(reading.mean_utilization(), Some(70.0));
         // Without the ratio a GPU's own GPU_UTIL still counts.

@@ -167,6 +167,14 @@ pub const MAX_SIGNAL_AGE_SECONDS: &str = "maxSignalAgeSeconds";
 /// the model name reduced to those characters. Set it when two triggers of
 /// one ScaledObject point at this scaler: KEDA refuses duplicate names.
 pub const METRIC_NAME: &str = "metricName";
+/// `active` (default) or `shadow`. In shadow mode everything is computed,
+/// cached and shown in `/explain` and the self-metrics
+/// (`backlog_scaler_shadow_desired_replicas`), but GetMetrics answers 0 and
+/// IsActive false, even while the signal is lost (never `UNAVAILABLE`, which
+/// would make KEDA apply the ScaledObject's `fallback`): next to the
+/// ScaledObject's existing triggers, whose maximum the HPA takes, it changes
+/// nothing. The way to trial the scaler before it decides.
+pub const MODE: &str = "mode";
 
 // --- Brokers: SQS ------------------------------------------------------------
 
@@ -359,8 +367,13 @@ pub const GPU: &[&str] = &[
     GPU_BUSY_PERCENT,
     GPU_IDLE_PERCENT,
 ];
-/// Polling, signal age and the metric name.
-pub const TIMING: &[&str] = &[POLL_INTERVAL_SECONDS, MAX_SIGNAL_AGE_SECONDS, METRIC_NAME];
+/// Polling, signal age, the metric name and the mode.
+pub const TIMING: &[&str] = &[
+    POLL_INTERVAL_SECONDS,
+    MAX_SIGNAL_AGE_SECONDS,
+    METRIC_NAME,
+    MODE,
+];
 /// SQS keys.
 pub const SQS: &[&str] = &[
     QUEUE_URL,
@@ -452,6 +465,7 @@ pub const ALL: &[&str] = &[
     POLL_INTERVAL_SECONDS,
     MAX_SIGNAL_AGE_SECONDS,
     METRIC_NAME,
+    MODE,
     IP_FAMILY,
     QUEUE_URL,
     AWS_REGION,

@@ -34,5 +34,5 @@ pub use engine::{EngineInput, PromSignals};
 pub use error::{MetadataError, MetadataErrors, Redacted, invalid};
 pub use gpu::GpuInput;
 pub use latency::TtftSettings;
-pub use spec::TriggerSpec;
+pub use spec::{Mode, TriggerSpec};
 pub use values::Metadata;

@@ -20,6 +20,27 @@ use crate::source::{Engine, SourceSpec};
 const MAX_POLL_INTERVAL_SECS: u64 = 300;
 const MAX_METRIC_NAME_LEN: usize = 63;
 
+/// Whether a trigger's answers reach KEDA (`mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// GetMetrics and IsActive answer the decision (the default).
+    #[default]
+    Active,
+    /// Everything is computed and explained, but GetMetrics answers 0 and
+    /// IsActive false, so the ScaledObject's other triggers keep deciding.
+    Shadow,
+}
+
+impl Mode {
+    /// The metadata value (`active`, `shadow`), as `/explain` shows it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Active => "active",
+            Mode::Shadow => "shadow",
+        }
+    }
+}
+
 /// A trigger's metadata, validated and typed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TriggerSpec {
@@ -40,6 +61,8 @@ pub struct TriggerSpec {
     pub poll_interval: Duration,
     /// Age after which a held reading no longer counts.
     pub max_signal_age: Duration,
+    /// Whether the answers reach KEDA or only `/explain` and the self-metrics.
+    pub mode: Mode,
 }
 
 impl TriggerSpec {
@@ -80,6 +103,7 @@ impl TriggerSpec {
         .unwrap_or(poll_interval * DEFAULT_MAX_SIGNAL_AGE_POLLS);
         let model_name = md.text(keys::MODEL_NAME).map(str::to_owned);
         let metric_name = metric_name(&md, model_name.as_deref(), &mut errors);
+        let mode = mode(&md, &mut errors);
         let engine = match md.get(keys::ENGINE) {
             None => Engine::Vllm,
             Some((sent, raw)) => Engine::parse(raw).unwrap_or_else(|| {
@@ -167,6 +191,7 @@ impl TriggerSpec {
                 ttft,
                 poll_interval,
                 max_signal_age,
+                mode,
             }),
             _ => Err(MetadataErrors(errors)),
         }
@@ -210,6 +235,18 @@ impl TriggerSpec {
             }
         }
         unique
+    }
+}
+
+fn mode(md: &Metadata<'_>, errors: &mut Vec<MetadataError>) -> Mode {
+    match md.get(keys::MODE) {
+        None => Mode::Active,
+        Some((_, raw)) if raw.eq_ignore_ascii_case("active") => Mode::Active,
+        Some((_, raw)) if raw.eq_ignore_ascii_case("shadow") => Mode::Shadow,
+        Some((sent, raw)) => {
+            errors.push(invalid(sent, raw, "`active` or `shadow`"));
+            Mode::Active
+        }
     }
 }
 

@@ -152,3 +152,52 @@ fn an_empty_name_among_answering_targets_is_degraded_not_dropped() {
     assert_eq!(e.kind(), "unavailable");
     assert!(e.empty_names.is_empty());
 }
+
+#[test]
+fn an_empty_dcgm_name_among_answering_exporters_is_degraded_too() {
+    use crate::source::dcgm::{GpuReading, GpuSample};
+    let now = Instant::now();
+    let empty = "dns+http://dcgm-b.gpu-operator:9400/metrics".to_owned();
+    let s = spec(&[
+        ("vllmTargets", "http://10.0.0.7:8000/metrics"),
+        (
+            "dcgmTargets",
+            "dns+http://dcgm-a.gpu-operator:9400/metrics,dns+http://dcgm-b.gpu-operator:9400/metrics",
+        ),
+        ("podSelectorRegex", "llama-.*"),
+        ("targetBacklogPerReplica", "10"),
+    ]);
+    let engine = good(
+        Reading::Engine(EngineReading {
+            engine: Engine::Vllm,
+            pods: vec![pod(4.0)],
+            malformed_lines: 0,
+            empty_discovery: Vec::new(),
+        }),
+        now,
+    );
+    let gpus = good(
+        Reading::Gpu(GpuReading {
+            gpus: vec![GpuSample {
+                target: "http://10.0.1.1:9400/metrics".into(),
+                gpu: "0".into(),
+                instance: None,
+                pod: "llama-0".into(),
+                utilization: 50.0,
+                read: String::new(),
+            }],
+            malformed_lines: 0,
+            empty_discovery: vec![empty.clone()],
+        }),
+        now,
+    );
+    let e = evaluate(
+        &s,
+        reports(&s, vec![engine, gpus]),
+        &mut TriggerMemory::default(),
+        now,
+        SystemTime::UNIX_EPOCH,
+    );
+    assert_eq!(e.decision_at(now).expect("a value").backlog, 4.0);
+    assert_eq!((e.kind(), e.empty_names.clone()), ("degraded", vec![empty]));
+}

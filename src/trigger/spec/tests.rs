@@ -530,3 +530,20 @@ fn ip_family_rides_on_every_dns_target_and_needs_one() {
         "metadata key `ipFamily` has value `ipv4`: applies to `dns+` entries of `vllmTargets` or `dcgmTargets`; there is none"
     );
 }
+
+#[test]
+fn mode_is_active_by_default_shadow_on_request_and_nothing_else() {
+    assert_eq!(parse(&base()).expect("valid").mode, Mode::Active);
+    let mut md = base();
+    md.push(("mode", "shadow"));
+    assert_eq!(parse(&md).expect("valid").mode, Mode::Shadow);
+    md.pop();
+    md.push(("mode", "Active"));
+    assert_eq!(parse(&md).expect("valid").mode, Mode::Active);
+    md.pop();
+    md.push(("mode", "bogus"));
+    let text = error_text(&md);
+    for part in ["mode", "`bogus`", "`active` or `shadow`"] {
+        assert!(text.contains(part), "{part} not in {text}");
+    }
+}
