@@ -1,6 +1,9 @@
 //! Credential profiles: named sets of broker credentials in the scaler's own
 //! `--config` file, referenced from trigger metadata by `authProfile`.
 //!
+//! Rule: nothing here prints a secret (every holder of one redacts its
+//! `Debug`; errors name the variable or file, never its content).
+//!
 //! KEDA does not forward a TriggerAuthentication to an external scaler, and
 //! secrets never belong in metadata, so the operator of the scaler declares
 //! them here, each value taken from the scaler's environment or from a

@@ -1,8 +1,9 @@
 //! Broker keys → a [`BrokerTrigger`]: which broker a trigger reads
 //! (`queueURL`, `bootstrapServers` or `rabbitmqHost`, at most one), its
 //! settings as KEDA's built-in scaler names them, and `messageWeight`.
-//! Credentials never come from metadata; `authProfile` names a profile of
-//! the scaler config. No I/O.
+//!
+//! Rule: credentials never come from metadata (`authProfile` names a profile
+//! of the scaler config), and parsing does no I/O.
 
 use crate::guard::credentials::valid_profile_name;
 use crate::source::broker::BrokerSource;
