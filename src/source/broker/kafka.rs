@@ -150,6 +150,29 @@ struct LastError {
     kind: FailureKind,
 }
 
+impl QuietContext {
+    /// The kind and scrubbed reason of a failed request (`what`): the
+    /// call's error, plus the broker's own last complaint, which says why a
+    /// request could not get through (credentials, a name that does not
+    /// resolve) where the call itself only timed out.
+    fn failure_of(&self, what: &str, error: &KafkaError) -> (FailureKind, String) {
+        let mut reason = format!("{what}: {error}");
+        let mut kind = classify(error, &reason);
+        if let Some(last) = self
+            .last_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            reason.push_str(&format!(" (last broker error: {})", last.text));
+            if kind == FailureKind::Unreachable {
+                kind = last.kind;
+            }
+        }
+        (kind, self.secrets.scrub(&reason))
+    }
+}
+
 impl ClientContext for QuietContext {
     fn log(&self, level: RDKafkaLogLevel, fac: &str, log_message: &str) {
         let message = self.secrets.scrub(log_message);
@@ -262,22 +285,8 @@ impl KafkaSource {
             }
         }
         let fail = |what: &str, error: KafkaError| {
-            let mut reason = format!("{what}: {error}");
-            let mut kind = classify(&error, &reason);
-            if let Some(last) = context
-                .last_error
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .as_ref()
-            {
-                reason.push_str(&format!(" (last broker error: {})", last.text));
-                // A request that could not get through: the broker's own
-                // complaint says why (credentials, a name that does not resolve).
-                if kind == FailureKind::Unreachable {
-                    kind = last.kind;
-                }
-            }
-            self.failure(kind, context.secrets.scrub(&reason))
+            let (kind, reason) = context.failure_of(what, &error);
+            self.failure(kind, reason)
         };
 
         let metadata = consumer

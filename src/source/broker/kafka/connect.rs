@@ -12,7 +12,7 @@ use rdkafka::error::KafkaError;
 
 use super::egress::{self, Recipe};
 use super::wire;
-use super::{Kafka, KafkaClient, KafkaSource, QuietContext, classify};
+use super::{Kafka, KafkaClient, KafkaSource, QuietContext};
 use crate::guard::credentials::{KafkaClientSettings, Section};
 use crate::source::broker::context::BrokerContext;
 use crate::source::error::{FailureKind, SourceError};
@@ -134,20 +134,9 @@ impl KafkaSource {
                 break;
             }
         }
-        let context = probe.context();
-        let mut reason = format!("metadata request failed: {error}");
-        let mut kind = classify(&error, &reason);
-        if let Some(last) = context
-            .last_error
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-        {
-            reason.push_str(&format!(" (last broker error: {})", last.text));
-            if kind == FailureKind::Unreachable {
-                kind = last.kind;
-            }
-        }
-        self.failure(kind, context.secrets.scrub(&reason))
+        let (kind, reason) = probe
+            .context()
+            .failure_of("metadata request failed", &error);
+        self.failure(kind, reason)
     }
 }
