@@ -8,7 +8,7 @@
 # distroless runtime. Every base image is a build argument (the defaults are
 # the images a normal `docker build` pulls):
 #   RUST_IMAGE     the builder stage's base (default rust:1.94-bookworm)
-#   RUNTIME_IMAGE  the runtime base (default gcr.io/distroless/cc-debian12:nonroot)
+#   RUNTIME_IMAGE  the runtime base (default distroless cc-debian12:nonroot)
 # (The `syntax` line above names BuildKit's Dockerfile frontend; BuildKit's
 # BUILDKIT_SYNTAX build argument overrides it, podman/buildah ignore it.)
 #
