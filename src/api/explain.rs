@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::decide::freshness::Evaluation;
 use crate::decide::fusion::{Components, Driver, FusionParams, GpuAction, Policy};
+use crate::decide::quorum::{Fleet, PodState};
 use crate::runtime::cache::{Status, TriggerEntry};
 use crate::source::Reading;
 
@@ -33,8 +34,9 @@ pub struct TriggerExplain {
     /// `desiredReplicas` are what it would answer (`unavailable`: it would
     /// answer UNAVAILABLE).
     pub mode: &'static str,
-    /// `ok`, `degraded` (a failing source's last good value is held, or a
-    /// `dns+` name answers no addresses while the other targets answer),
+    /// `ok`, `degraded` (a failing source's last good value is held, some
+    /// pods are held or left out (`pods`), or a `dns+` name answers no
+    /// addresses while the other targets answer),
     /// `unavailable` (GetMetrics answers UNAVAILABLE) or `pending`.
     pub state: &'static str,
     /// Why the state is not `ok`.
@@ -61,6 +63,11 @@ pub struct TriggerExplain {
     pub poll_interval_seconds: u64,
     /// Max signal age in seconds.
     pub max_signal_age_seconds: u64,
+    /// While some scraped pods fail: how many were discovered and report,
+    /// the quorum, the extrapolation factor, and each failing pod (held or
+    /// left out, with its error).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pods: Option<Fleet>,
     /// Seconds until the value expires unless a new reading arrives.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub valid_for_seconds: Option<f64>,
@@ -204,6 +211,9 @@ fn degraded_reason(evaluation: &Evaluation) -> String {
                 .to_owned(),
         );
     }
+    if let Some(fleet) = &evaluation.fleet {
+        reasons.push(pods_reason(fleet));
+    }
     if !evaluation.empty_names.is_empty() {
         reasons.push(format!(
             "{}: the DNS name has no addresses while the other targets answer; pods behind it, if any, are not counted",
@@ -211,6 +221,34 @@ fn degraded_reason(evaluation: &Evaluation) -> String {
         ));
     }
     reasons.join("; ")
+}
+
+/// Which pods fail and what is done with each, e.g. `1 of 3 pods failing
+/// (left out: the other pods' values are extrapolated to 3): http://…: HTTP
+/// status 503`.
+fn pods_reason(fleet: &Fleet) -> String {
+    let count = |state| fleet.pods.iter().filter(|p| p.state == state).count();
+    let (held, left_out) = (count(PodState::Held), count(PodState::LeftOut));
+    let mut what = Vec::new();
+    if held > 0 {
+        what.push(format!(
+            "{held} held: last good reading counted until maxSignalAgeSeconds"
+        ));
+    }
+    if left_out > 0 {
+        what.push(format!(
+            "{left_out} left out: the {} reporting pods' values are extrapolated to {}",
+            fleet.reporting, fleet.discovered
+        ));
+    }
+    let errors: Vec<&str> = fleet.pods.iter().map(|p| p.error.as_str()).collect();
+    format!(
+        "{} of {} pods failing ({}): {}",
+        fleet.pods.len(),
+        fleet.discovered,
+        what.join("; "),
+        errors.join("; ")
+    )
 }
 
 impl TriggerExplain {
@@ -233,6 +271,7 @@ impl TriggerExplain {
             params: spec.fusion,
             poll_interval_seconds: spec.poll_interval.as_secs(),
             max_signal_age_seconds: spec.max_signal_age.as_secs(),
+            pods: evaluation.fleet.clone(),
             valid_for_seconds: None,
             evaluated_at_unix: unix(evaluation.evaluated_at),
             sources: evaluation

@@ -5,6 +5,27 @@
 //! is set, with certificates reloaded from disk ([`crate::api::tls`]); the admin
 //! listener is always plaintext HTTP, so bind it to an address only the
 //! kubelet and Prometheus reach (or `127.0.0.1`).
+//!
+//! # Shutdown
+//!
+//! When the shutdown token fires (SIGTERM, in `serve`), in this order:
+//!
+//! 1. `/readyz` answers 503 and gRPC health `NOT_SERVING`; new triggers are
+//!    refused with `UNAVAILABLE`; registered ones keep answering GetMetrics,
+//!    IsActive and their streams.
+//! 2. After [`DEFAULT_DRAIN_DELAY`] (5 s): open StreamIsActive streams end
+//!    with OK, the gRPC server stops accepting and lets in-flight calls
+//!    finish (each is bounded by the cold-start budget, 2 s by default),
+//!    at most [`GRPC_DRAIN_CAP`] (10 s); the admin server stops.
+//! 3. Every trigger is dropped, which stops the pollers; the process exits 0.
+//!
+//! The delay is there for the endpoint to leave the Service before the
+//! streams end: kube-proxy stops sending new connections to a terminating
+//! pod within a second or two of its deletion, and a readiness probe every
+//! 2 s with `failureThreshold: 2` sees the 503 within 4 s even when the pod
+//! is not being deleted; KEDA reconnects 2 s after a stream ends, then to
+//! the other replica. Exit comes at most 5 + 10 s after SIGTERM, well inside
+//! k8s/deployment.yaml's `terminationGracePeriodSeconds: 30`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -90,14 +111,29 @@ pub struct RunningServer {
     pub http_addr: SocketAddr,
     /// The decision cache (for tests and the demo).
     pub cache: Arc<DecisionCache>,
+    /// Fired to ask for shutdown (the token `serve` cancels on SIGTERM).
     shutdown: CancellationToken,
+    /// Fired after the drain delay: streams end, listeners stop.
+    stop: CancellationToken,
+    drain_delay: Duration,
     ready: Arc<AtomicBool>,
+    health: tonic_health::server::HealthReporter,
     grpc: JoinHandle<Result<(), tonic::transport::Error>>,
     http: JoinHandle<std::io::Result<()>>,
 }
 
 /// Upper bound on one HTTP request; pollers cut readings shorter.
 const HTTP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// From the shutdown signal to the end of the streams: readiness is false
+/// and new triggers are refused meanwhile (see the module docs for the
+/// arithmetic with the Deployment's probes and grace period).
+pub const DEFAULT_DRAIN_DELAY: Duration = Duration::from_secs(5);
+
+/// How long in-flight gRPC calls may take to finish once the streams have
+/// ended; past it the server is stopped regardless. Far above the 2 s
+/// cold-start budget that bounds a call.
+pub const GRPC_DRAIN_CAP: Duration = Duration::from_secs(10);
 
 impl RunningServer {
     /// Bind both listeners and start serving.
@@ -135,6 +171,7 @@ impl RunningServer {
             CacheSettings::from_config(&options.config),
         ));
         let shutdown = CancellationToken::new();
+        let stop = CancellationToken::new();
         let ready = Arc::new(AtomicBool::new(false));
 
         let grpc_listener = bind("gRPC", options.grpc_addr).await?;
@@ -155,9 +192,10 @@ impl RunningServer {
             .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
             .build_v1alpha()?;
         let reflection_v1 = reflection.build_v1()?;
-        let scaler = ScalerService::new(cache.clone(), telemetry.clone(), shutdown.clone());
+        let scaler = ScalerService::new(cache.clone(), telemetry.clone(), stop.clone());
 
-        let grpc_shutdown = shutdown.clone();
+        let grpc_shutdown = stop.clone();
+        let health = health_reporter.clone();
         let grpc_tls = tls.clone();
         let grpc = tokio::spawn(async move {
             let router = tonic::transport::Server::builder()
@@ -197,16 +235,16 @@ impl RunningServer {
             telemetry,
             ready: ready.clone(),
         });
-        let http_shutdown = shutdown.clone();
+        let http_shutdown = stop.clone();
         let http = tokio::spawn(async move {
             axum::serve(http_listener, router)
                 .with_graceful_shutdown(http_shutdown.cancelled_owned())
                 .await
         });
-        tokio::spawn(cache.clone().run_janitor(shutdown.clone()));
+        tokio::spawn(cache.clone().run_janitor(stop.clone()));
         let grpc_security = match &tls {
             Some(tls) => {
-                tokio::spawn(tls.clone().run_reloader(shutdown.clone()));
+                tokio::spawn(tls.clone().run_reloader(stop.clone()));
                 if tls.options().client_ca.is_some() {
                     "mTLS (client certificates required)"
                 } else {
@@ -222,10 +260,21 @@ impl RunningServer {
             http_addr,
             cache,
             shutdown,
+            stop,
+            drain_delay: DEFAULT_DRAIN_DELAY,
             ready,
+            health,
             grpc,
             http,
         })
+    }
+
+    /// Drain for `delay` after the shutdown token fires instead of
+    /// [`DEFAULT_DRAIN_DELAY`] (`Duration::ZERO`: end the streams at once,
+    /// for a process no Service routes to, such as `demo`).
+    pub fn with_drain_delay(mut self, delay: Duration) -> RunningServer {
+        self.drain_delay = delay;
+        self
     }
 
     /// A token that stops the server when cancelled.
@@ -233,27 +282,52 @@ impl RunningServer {
         self.shutdown.clone()
     }
 
-    /// Stop accepting, end open streams with OK, and wait for both servers.
-    pub async fn shutdown(self) {
+    /// Stop now, without the drain delay: end open streams with OK, let
+    /// in-flight calls finish, and wait for both servers (tests, embedding).
+    pub async fn shutdown(mut self) {
+        self.drain_delay = Duration::ZERO;
         self.shutdown.cancel();
         self.wait().await;
     }
 
-    /// Wait until the server stops (after its shutdown token is cancelled).
+    /// Wait until the shutdown token is cancelled, then shut down in the
+    /// order of the module docs and return once both servers and every
+    /// poller have stopped.
     pub async fn wait(self) {
         self.shutdown.cancelled().await;
         self.ready.store(false, Ordering::Relaxed);
-        match self.grpc.await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::error!(error = %e, "gRPC server failed"),
-            Err(e) => tracing::error!(error = %e, "gRPC server task failed"),
+        self.health
+            .set_not_serving::<ExternalScalerServer<ScalerService>>()
+            .await;
+        self.cache.start_draining();
+        if !self.drain_delay.is_zero() {
+            tracing::info!(
+                drain_s = self.drain_delay.as_secs_f64(),
+                "not ready; new triggers refused; streams end after the drain delay"
+            );
+            tokio::time::sleep(self.drain_delay).await;
+        }
+        self.stop.cancel();
+        let mut grpc = self.grpc;
+        match tokio::time::timeout(GRPC_DRAIN_CAP, &mut grpc).await {
+            Ok(Ok(Ok(()))) => {}
+            Ok(Ok(Err(e))) => tracing::error!(error = %e, "gRPC server failed"),
+            Ok(Err(e)) => tracing::error!(error = %e, "gRPC server task failed"),
+            Err(_) => {
+                tracing::warn!(
+                    cap_s = GRPC_DRAIN_CAP.as_secs(),
+                    "in-flight gRPC calls did not finish in time; stopping regardless"
+                );
+                grpc.abort();
+            }
         }
         match self.http.await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => tracing::error!(error = %e, "admin server failed"),
             Err(e) => tracing::error!(error = %e, "admin server task failed"),
         }
-        tracing::info!("backlog-scaler stopped");
+        let triggers = self.cache.close();
+        tracing::info!(triggers, "backlog-scaler stopped; pollers stopped");
     }
 }
 

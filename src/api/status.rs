@@ -12,8 +12,8 @@ pub enum ScalerError {
     #[error("the request has no scaledObjectRef")]
     MissingRef,
     /// The trigger was not registered: invalid metadata, a target the
-    /// outbound allowlist refuses, a credential profile it may not use, or
-    /// the scaler already holds `maxTriggers` triggers.
+    /// outbound allowlist refuses, a credential profile it may not use, the
+    /// scaler already holds `maxTriggers` triggers, or it is shutting down.
     #[error("{}", not_registered(.namespace, .name, .error))]
     NotRegistered {
         /// ScaledObject namespace.
@@ -58,6 +58,9 @@ impl From<ScalerError> for Status {
                 }
                 // The scaler's own capacity, not the caller's metadata.
                 RegisterError::AtCapacity { .. } => Code::ResourceExhausted,
+                // Retryable: KEDA's next call, on a new connection, reaches
+                // the replica that stays.
+                RegisterError::ShuttingDown => Code::Unavailable,
             },
             ScalerError::UnknownMetric { .. } => Code::NotFound,
             ScalerError::Unavailable { .. } => Code::Unavailable,
@@ -75,7 +78,8 @@ fn not_registered(namespace: &str, name: &str, error: &RegisterError) -> String 
         }
         RegisterError::Denied(_)
         | RegisterError::ProfileDenied(_)
-        | RegisterError::AtCapacity { .. } => {
+        | RegisterError::AtCapacity { .. }
+        | RegisterError::ShuttingDown => {
             format!("trigger {namespace}/{name} is refused: {error}")
         }
         RegisterError::Profile(_) => format!("trigger {namespace}/{name}: {error}"),

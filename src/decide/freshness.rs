@@ -10,6 +10,7 @@ use std::time::{Instant, SystemTime};
 
 use crate::decide::capacity::{CapacityState, PodCounters};
 use crate::decide::fusion::{self, Decision, Policy, Signals};
+use crate::decide::quorum::{self, Fleet};
 use crate::decide::signal_state::SignalState;
 use crate::decide::ttft_window::{TtftSnapshot, TtftWindow};
 use crate::decide::unavailable::QueryProblem;
@@ -52,9 +53,13 @@ pub struct SignalReport {
 pub struct Evaluation {
     /// The outcome.
     pub status: Status,
-    /// A source is failing and its last good reading is held, or some
-    /// pods may be missing (`empty_names`).
+    /// A source is failing and its last good reading is held, some pods
+    /// are held or left out (`fleet`), or some pods may be missing
+    /// (`empty_names`).
     pub degraded: bool,
+    /// How the pods of the scraped engine source stand, while some of them
+    /// fail (below the quorum too: then the status says UNAVAILABLE).
+    pub fleet: Option<Fleet>,
     /// `dns+` names that answered no addresses while the trigger's other
     /// targets answered: if that name has pods, they are not counted.
     pub empty_names: Vec<String>,
@@ -70,6 +75,7 @@ impl Evaluation {
         Evaluation {
             status: Status::Pending,
             degraded: false,
+            fleet: None,
             empty_names: Vec::new(),
             signals: Vec::new(),
             evaluated_at: wall,
@@ -140,7 +146,22 @@ pub fn evaluate(
     let mut degraded = false;
     let mut oldest: Option<Instant> = None;
     let mut fresh: Fresh<'_> = Vec::new();
-    for report in &signals {
+    let mut fleet = None;
+    // Failing pods folded into their source's reading first: `fresh`
+    // borrows the merged readings.
+    let merged: Vec<Option<(Reading, Fleet)>> = signals
+        .iter()
+        .map(|r| {
+            quorum::merge(
+                &r.source,
+                &r.state,
+                now,
+                max_age,
+                spec.min_reporting_fraction,
+            )
+        })
+        .collect();
+    for (report, merged) in signals.iter().zip(&merged) {
         let state = &report.state;
         let last_error = || state.last_failure.as_ref().map(|f| f.value.clone());
         let Some(good) = &state.last_good else {
@@ -166,9 +187,24 @@ pub fn evaluate(
             });
             continue;
         }
-        degraded |= state.failing();
+        let mut value = &good.value;
+        if let Some((reading, pods)) = merged {
+            fleet = Some(pods.clone());
+            if !pods.has_quorum() {
+                problems.push(Unavailable::BelowQuorum {
+                    label: report.label.clone(),
+                    reporting: pods.reporting,
+                    discovered: pods.discovered,
+                    min_fraction: pods.min_reporting_fraction,
+                    left_out: pods.left_out(),
+                });
+                continue;
+            }
+            value = reading;
+        }
+        degraded |= state.failing() || merged.is_some();
         oldest = Some(oldest.map_or(good.at, |o| o.min(good.at)));
-        fresh.push((&report.source, &good.value, good.at));
+        fresh.push((&report.source, value, good.at));
     }
     let empty_names = partial_discovery(spec, &fresh);
     degraded |= !empty_names.is_empty();
@@ -177,7 +213,7 @@ pub fn evaluate(
     } else if pending {
         Status::Pending
     } else {
-        match (assemble(spec, &fresh, memory), oldest) {
+        match (assemble(spec, &fresh, memory, fleet.as_ref()), oldest) {
             (Ok(signals), Some(oldest)) => Status::Ready {
                 decision: fusion::fuse(&spec.fusion, &signals),
                 valid_until: oldest + max_age,
@@ -189,6 +225,7 @@ pub fn evaluate(
     Evaluation {
         status,
         degraded,
+        fleet,
         empty_names,
         signals,
         evaluated_at: wall,
@@ -235,6 +272,7 @@ fn assemble(
     spec: &TriggerSpec,
     fresh: &Fresh<'_>,
     memory: &mut TriggerMemory,
+    fleet: Option<&Fleet>,
 ) -> Result<Signals, Unavailable> {
     let (broker_backlog, broker_activation) = match &spec.broker {
         None => (None, None),
@@ -278,7 +316,11 @@ fn assemble(
                     names: reading.empty_discovery.clone(),
                 });
             }
-            engine_signals(spec, reading, at, memory)?
+            let mut signals = engine_signals(spec, reading, at, memory)?;
+            if let Some(fleet) = fleet {
+                quorum::extrapolate(&mut signals, fleet);
+            }
+            signals
         }
         Some(EngineInput::Prometheus(queries)) => prometheus_signals(spec, queries, fresh)?,
     };

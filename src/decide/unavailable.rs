@@ -130,6 +130,23 @@ pub enum Unavailable {
         /// What is wrong with its answer.
         problem: QueryProblem,
     },
+    /// Fewer than `minReportingFraction` of the discovered pods report.
+    #[error(
+        "{label}: {reporting} of {discovered} discovered pods report, below minReportingFraction={min_fraction}; left out: {}",
+        join(.left_out, "; ")
+    )]
+    BelowQuorum {
+        /// The source's label.
+        label: String,
+        /// Pods that answered or are held.
+        reporting: usize,
+        /// Pods discovered.
+        discovered: usize,
+        /// The trigger's `minReportingFraction`.
+        min_fraction: f64,
+        /// Each left-out pod's error and failed polls.
+        left_out: Vec<String>,
+    },
     /// More than one source is lost (never a list of one).
     #[error("{}", join(.0, "; "))]
     Several(Vec<Unavailable>),

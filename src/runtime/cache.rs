@@ -23,6 +23,7 @@ use tokio_stream::wrappers::WatchStream;
 pub use crate::decide::freshness::{Evaluation, SignalReport, Status, Unavailable};
 use crate::decide::freshness::{TriggerMemory, evaluate};
 use crate::decide::fusion::Decision;
+use crate::decide::quorum::PodState;
 use crate::guard::config::DEFAULT_MAX_TRIGGERS;
 use crate::guard::credentials::{ProfileError, Section};
 use crate::guard::outbound::OutboundDenied;
@@ -79,6 +80,13 @@ pub enum RegisterError {
     /// The `authProfile` does not exist or lacks the section the source needs.
     #[error("{0}")]
     Profile(ProfileError),
+    /// The scaler is shutting down: triggers it holds keep their answers
+    /// until the streams end, a new one is refused so that KEDA registers
+    /// it with the replica that stays.
+    #[error(
+        "the scaler is shutting down and takes no new triggers; KEDA's next call reaches a replica that stays"
+    )]
+    ShuttingDown,
     /// The scaler already holds `maxTriggers` triggers: a refusal of the
     /// scaler's own capacity, not a judgement of the metadata.
     #[error(
@@ -182,6 +190,8 @@ pub struct DecisionCache {
     /// refused trigger every polling interval, and one warning per episode
     /// says it all.
     full_logged: AtomicBool,
+    /// Set at shutdown: new triggers are refused.
+    draining: AtomicBool,
 }
 
 impl DecisionCache {
@@ -198,7 +208,32 @@ impl DecisionCache {
             telemetry,
             settings,
             full_logged: AtomicBool::new(false),
+            draining: AtomicBool::new(false),
         }
+    }
+
+    /// Refuse new triggers from now on ([`RegisterError::ShuttingDown`]);
+    /// registered ones keep answering.
+    pub fn start_draining(&self) {
+        self.draining.store(true, Ordering::Relaxed);
+    }
+
+    /// True once [`Self::start_draining`] was called.
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::Relaxed)
+    }
+
+    /// Drop every trigger, which stops their tasks and (with the last
+    /// handle, once open streams have ended) their pollers. Returns how
+    /// many were held.
+    pub fn close(&self) -> usize {
+        self.start_draining();
+        let dropped: Vec<Arc<TriggerEntry>> = {
+            let mut triggers = self.triggers.write().unwrap_or_else(|e| e.into_inner());
+            triggers.drain().map(|(_, entry)| entry).collect()
+        };
+        self.telemetry.set_triggers(0);
+        dropped.len()
     }
 
     /// The settings in force.
@@ -230,6 +265,11 @@ impl DecisionCache {
             entry.touch();
             return Ok(entry.clone());
         }
+        // Checked before the metadata: a replica going away has nothing to
+        // say about it, and KEDA retries on the one that stays.
+        if self.is_draining() {
+            return Err(RegisterError::ShuttingDown);
+        }
         let spec =
             TriggerSpec::from_metadata(key.metadata.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
         let outbound = &self.pollers.context().outbound;
@@ -247,6 +287,9 @@ impl DecisionCache {
         if let Some(entry) = triggers.get(&key) {
             entry.touch();
             return Ok(entry.clone());
+        }
+        if self.is_draining() {
+            return Err(RegisterError::ShuttingDown);
         }
         if triggers.len() >= self.settings.max_triggers {
             if !self.full_logged.swap(true, Ordering::Relaxed) {
@@ -428,10 +471,18 @@ async fn trigger_loop(
             Status::Unavailable(_) => telemetry.record_unavailable(&labels),
             Status::Pending => {}
         }
+        let pods = match (&evaluation.status, &evaluation.fleet) {
+            (Status::Ready { .. }, Some(fleet)) => fleet.counts(),
+            _ => Vec::new(),
+        };
+        telemetry.record_degraded_pods(&labels, &pods);
         let wake_at = match &evaluation.status {
             // Re-evaluate just after the held reading expires.
+            // …and just after a held pod expires (it is then left out).
             Status::Ready { valid_until, .. } => {
-                (*valid_until + Duration::from_millis(1)).min(now + spec.poll_interval)
+                let pod_expiry = evaluation.fleet.as_ref().and_then(|f| f.recheck_at);
+                let first = pod_expiry.map_or(*valid_until, |p| p.min(*valid_until));
+                (first + Duration::from_millis(1)).min(now + spec.poll_interval)
             }
             _ => now + spec.poll_interval,
         };
@@ -479,6 +530,15 @@ fn log_transition(labels: &TriggerLabels, before: &Evaluation, after: &Evaluatio
 /// reading is held (with their last error) and the `dns+` names that
 /// answered no address while others did.
 fn degraded_reason(evaluation: &Evaluation) -> String {
+    let pods = evaluation.fleet.iter().flat_map(|fleet| {
+        fleet.pods.iter().map(|pod| match pod.state {
+            PodState::Held => format!("{}: holding the pod's last reading", pod.error),
+            PodState::LeftOut => format!(
+                "{}: pod left out ({} of {} pods report)",
+                pod.error, fleet.reporting, fleet.discovered
+            ),
+        })
+    });
     let held = evaluation
         .signals
         .iter()
@@ -494,76 +554,11 @@ fn degraded_reason(evaluation: &Evaluation) -> String {
         .empty_names
         .iter()
         .map(|name| format!("{name}: no addresses while the other targets answer"));
-    held.chain(empty).collect::<Vec<_>>().join("; ")
+    held.chain(pods).chain(empty).collect::<Vec<_>>().join("; ")
 }
 
 #[cfg(test)]
 mod capacity_tests;
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_degraded_transition_names_what_is_held_and_what_is_empty() {
-        use crate::decide::freshness::SignalReport;
-        use crate::decide::signal_state::{SignalState, Timed};
-        use crate::source::{FailureKind, SourceError, SourceSpec};
-        let spec = TriggerSpec::from_metadata([
-            ("targetBacklogPerReplica", "10"),
-            ("vllmTargets", "http://127.0.0.1:9/metrics"),
-        ])
-        .expect("valid");
-        let source: SourceSpec = spec.sources()[0].clone();
-        let failure = Timed {
-            value: SourceError::new(
-                FailureKind::Unreachable,
-                "http://127.0.0.1:9/metrics",
-                "connection refused",
-            ),
-            at: Instant::now(),
-            wall: SystemTime::now(),
-        };
-        let state = SignalState {
-            last_good: None,
-            last_failure: Some(failure),
-            consecutive_failures: 2,
-        };
-        let mut evaluation = Evaluation::pending(SystemTime::now());
-        evaluation.degraded = true;
-        evaluation.signals = vec![SignalReport {
-            label: source.label(),
-            source,
-            state: Arc::new(state),
-        }];
-        evaluation.empty_names = vec!["dns+http://b.ns:8000/metrics".into()];
-        let reason = degraded_reason(&evaluation);
-        assert_eq!(
-            reason,
-            format!(
-                "{}: holding its last reading (http://127.0.0.1:9/metrics: connection refused); dns+http://b.ns:8000/metrics: no addresses while the other targets answer",
-                evaluation.signals[0].label
-            )
-        );
-    }
-    use crate::guard::config::ScalerConfig;
-
-    #[test]
-    fn settings_come_from_the_config_keys() {
-        let config = ScalerConfig::parse("idleTimeoutSeconds: 60\ncoldStartBudgetMillis: 500\n")
-            .expect("valid");
-        assert_eq!(
-            CacheSettings::from_config(&config),
-            CacheSettings {
-                cold_start_budget: Duration::from_millis(500),
-                idle_timeout: Duration::from_secs(60),
-                max_triggers: 100_000,
-            }
-        );
-        // An empty config file and no config file mean the same.
-        assert_eq!(
-            CacheSettings::from_config(&ScalerConfig::default()),
-            CacheSettings::default()
-        );
-    }
-}
+mod tests;

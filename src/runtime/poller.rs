@@ -16,9 +16,11 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
 use tokio::task::AbortHandle;
 
+use crate::decide::signal_state::FailingPod;
 pub use crate::decide::signal_state::{SignalState, Timed};
 use crate::runtime::telemetry::Telemetry;
 use crate::source::context::SourceContext;
+use crate::source::engine::PodFailure;
 use crate::source::error::{PollOutcome, SourceError};
 use crate::source::spec::{Reading, SourceMemory, SourceSpec};
 
@@ -137,6 +139,11 @@ const TIMEOUT_SHARE: f64 = 0.8;
 /// First retry after a failure comes this soon (then doubles up to the interval).
 const FIRST_RETRY: Duration = Duration::from_millis(250);
 
+/// Each pod's scrape may take at most this share of the reading timeout:
+/// a pod that hangs fails on its own, before the whole reading times out
+/// and takes every other pod's answer with it.
+const POD_SHARE: f64 = 0.9;
+
 /// The reading timeout for a poll interval.
 pub fn read_timeout(interval: Duration) -> Duration {
     interval.mul_f64(TIMEOUT_SHARE).min(Duration::from_secs(10))
@@ -160,14 +167,21 @@ async fn poll_loop(
     };
     loop {
         let started = Instant::now();
-        let result =
-            match tokio::time::timeout(timeout, read_once(&key.source, &ctx, &mut memory)).await {
-                Ok(result) => result,
-                Err(_) => Err(SourceError::timeout(timeout)),
-            };
+        let result = match tokio::time::timeout(
+            timeout,
+            read_polled(&key.source, &ctx, &mut memory, timeout),
+        )
+        .await
+        {
+            Ok(result) => result,
+            Err(_) => Err(SourceError::timeout(timeout)),
+        };
         let elapsed = started.elapsed();
         match result {
-            Ok(reading) => {
+            Ok((reading, failed)) => {
+                let failing = failing_pods(&state, failed, Instant::now(), SystemTime::now());
+                log_pod_changes(&label, &state.failing_pods, &failing, &reading);
+                state.failing_pods = failing;
                 let malformed = reading.malformed_lines();
                 telemetry.record_poll(&label, PollOutcome::Ok, elapsed, malformed);
                 if malformed > 0 {
@@ -201,9 +215,102 @@ async fn poll_loop(
     }
 }
 
+/// One poll's reading: pod-scrape sources pod by pod (the pods that
+/// answered, and how each other discovered pod failed), every other source
+/// as [`read_once`].
+async fn read_polled(
+    source: &SourceSpec,
+    ctx: &SourceContext,
+    memory: &mut SourceMemory,
+    timeout: Duration,
+) -> Result<(Reading, Vec<PodFailure>), SourceError> {
+    match source {
+        SourceSpec::Engine(source) => {
+            let read = source.read_pods(ctx, timeout.mul_f64(POD_SHARE)).await?;
+            Ok((Reading::Engine(read.reading), read.failed))
+        }
+        other => Ok((read_once(other, ctx, memory).await?, Vec::new())),
+    }
+}
+
+/// The pods of a successful poll that failed, each with its newest good
+/// reading: carried over if it was failing already, else taken from the
+/// previous reading (with that poll's time). A pod the poll did not
+/// discover is gone at once, whatever it held.
+fn failing_pods(
+    previous: &SignalState,
+    failed: Vec<PodFailure>,
+    at: Instant,
+    wall: SystemTime,
+) -> Vec<FailingPod> {
+    failed
+        .into_iter()
+        .map(|failure| {
+            let before = previous
+                .failing_pods
+                .iter()
+                .find(|p| p.target == failure.target);
+            let last_good = match before {
+                Some(before) => before.last_good.clone(),
+                None => previous
+                    .last_good
+                    .as_ref()
+                    .and_then(|good| match &good.value {
+                        Reading::Engine(reading) => reading
+                            .pods
+                            .iter()
+                            .find(|p| p.target == failure.target)
+                            .map(|pod| Timed {
+                                value: pod.clone(),
+                                at: good.at,
+                                wall: good.wall,
+                            }),
+                        _ => None,
+                    }),
+            };
+            FailingPod {
+                target: failure.target,
+                last_good,
+                last_failure: Timed {
+                    value: failure.error,
+                    at,
+                    wall,
+                },
+                consecutive_failures: before
+                    .map_or(1, |b| b.consecutive_failures.saturating_add(1)),
+            }
+        })
+        .collect()
+}
+
+/// Log a pod's first failure, a change of its reason, and its recovery;
+/// not every poll.
+fn log_pod_changes(label: &str, before: &[FailingPod], after: &[FailingPod], now: &Reading) {
+    for pod in after {
+        let previous = before.iter().find(|b| b.target == pod.target);
+        if previous.is_none_or(|b| b.last_failure.value != pod.last_failure.value) {
+            let error = &pod.last_failure.value;
+            tracing::warn!(source = %label, pod = %pod.target, outcome = error.kind().as_str(), error = %error, "pod scrape failed; the other pods answered");
+        }
+    }
+    for pod in before {
+        if after.iter().any(|a| a.target == pod.target) {
+            continue;
+        }
+        let answered =
+            matches!(now, Reading::Engine(r) if r.pods.iter().any(|p| p.target == pod.target));
+        if answered {
+            tracing::info!(source = %label, pod = %pod.target, failures = pod.consecutive_failures, "pod recovered");
+        } else {
+            tracing::info!(source = %label, pod = %pod.target, "failing pod is gone from discovery; dropped");
+        }
+    }
+}
+
 /// Take one reading of `source`, calling its reader directly. `memory` is
 /// the poller's state between readings (open broker connections, Kafka's
-/// previous offsets).
+/// previous offsets). A pod-scrape source is read all-or-nothing here (as
+/// `check` probes it); the pollers read it pod by pod.
 pub async fn read_once(
     source: &SourceSpec,
     ctx: &SourceContext,
@@ -253,6 +360,80 @@ mod tests {
             assert!(retry_delay(failures, interval, "s") <= interval);
         }
         assert!(retry_delay(10, interval, "s") >= Duration::from_millis(3750));
+    }
+
+    #[test]
+    fn a_failing_pod_carries_its_last_good_reading_and_a_gone_one_is_dropped() {
+        use crate::source::{Engine, EngineReading, FailureKind, PodReading};
+        let pod = |target: &str, waiting: f64| PodReading {
+            target: target.into(),
+            waiting,
+            running: None,
+            kv_cache_usage: None,
+            ttft: None,
+            finished_total: None,
+            read: Default::default(),
+        };
+        let failure = |target: &str| PodFailure {
+            target: target.into(),
+            error: SourceError::new(FailureKind::Timeout, target, "no answer"),
+        };
+        let t0 = Instant::now();
+        let mut state = SignalState {
+            last_good: Some(Timed {
+                value: Reading::Engine(EngineReading {
+                    engine: Engine::Vllm,
+                    pods: vec![pod("a", 1.0), pod("b", 2.0), pod("c", 3.0)],
+                    malformed_lines: 0,
+                    empty_discovery: Vec::new(),
+                }),
+                at: t0,
+                wall: SystemTime::now(),
+            }),
+            ..SignalState::default()
+        };
+        // Poll 2: `b` fails; its reading of poll 1 is carried, with poll 1's time.
+        let t1 = t0 + Duration::from_secs(5);
+        let failing = failing_pods(&state, vec![failure("b")], t1, SystemTime::now());
+        assert_eq!(failing.len(), 1);
+        assert_eq!(failing[0].consecutive_failures, 1);
+        let held = failing[0].last_good.as_ref().expect("held");
+        assert_eq!((held.value.waiting, held.at), (2.0, t0));
+        state.failing_pods = failing;
+        state.last_good = Some(Timed {
+            value: Reading::Engine(EngineReading {
+                engine: Engine::Vllm,
+                pods: vec![pod("a", 1.5), pod("c", 3.5)],
+                malformed_lines: 0,
+                empty_discovery: Vec::new(),
+            }),
+            at: t1,
+            wall: SystemTime::now(),
+        });
+        // Poll 3: `b` still fails (same held reading, count 2); `d`, new and
+        // failing, never answered.
+        let t2 = t1 + Duration::from_secs(5);
+        let failing = failing_pods(
+            &state,
+            vec![failure("b"), failure("d")],
+            t2,
+            SystemTime::now(),
+        );
+        assert_eq!(failing[0].consecutive_failures, 2);
+        assert_eq!(
+            failing[0]
+                .last_good
+                .as_ref()
+                .map(|g| (g.value.waiting, g.at)),
+            Some((2.0, t0))
+        );
+        assert_eq!(failing[0].last_failure.at, t2);
+        assert!(failing[1].last_good.is_none());
+        state.failing_pods = failing;
+        // Poll 4: `b` is gone from discovery: dropped, whatever it held.
+        let failing = failing_pods(&state, vec![failure("d")], t2, SystemTime::now());
+        assert_eq!(failing.len(), 1);
+        assert_eq!(failing[0].target, "d");
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! | `backlog_scaler_replicas_reporting` | gauge | namespace, name, metric | engine pods in the last reading |
 //! | `backlog_scaler_trigger_available` | gauge | namespace, name, metric | 1 when GetMetrics answers a value, 0 while it answers UNAVAILABLE (in shadow mode: would answer) |
 //! | `backlog_scaler_trigger_degraded` | gauge | namespace, name, metric | 1 while a failing source's last good value is being held, or a `dns+` name answers no addresses among answering targets |
+//! | `backlog_scaler_trigger_degraded_pods` | gauge | namespace, name, metric, state, reason | discovered engine pods whose scrape fails: `state` `held` (last good reading still counted) or `left_out` (past `maxSignalAgeSeconds`: not counted, the others extrapolated), `reason` the failure kind (`timeout`, `http_status`, `parse`, …); a series only while its count is above 0 and the trigger answers |
 //! | `backlog_scaler_triggers` | gauge | | triggers currently tracked |
 //! | `backlog_scaler_max_triggers` | gauge | | the `maxTriggers` limit: past it, a new trigger is refused |
 //! | `backlog_scaler_pollers` | gauge | | distinct sources being polled |
@@ -22,6 +23,8 @@
 //! Trigger series are removed when the trigger is dropped after its idle
 //! timeout, so cardinality follows the live ScaledObjects.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
@@ -33,6 +36,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 use crate::decide::fusion::{Decision, Driver, GpuAction};
+use crate::decide::quorum::PodState;
 use crate::source::PollOutcome;
 
 /// Labels of per-trigger series.
@@ -52,6 +56,15 @@ struct ComponentLabels {
     name: String,
     metric: String,
     component: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DegradedPodLabels {
+    namespace: String,
+    name: String,
+    metric: String,
+    state: &'static str,
+    reason: &'static str,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -108,6 +121,10 @@ pub struct Telemetry {
     replicas_reporting: Family<TriggerLabels, Gauge>,
     available: Family<TriggerLabels, Gauge>,
     degraded: Family<TriggerLabels, Gauge>,
+    degraded_pods: Family<DegradedPodLabels, Gauge>,
+    /// The degraded-pod series each trigger has, so that the ones that no
+    /// longer apply are removed rather than left at a stale count.
+    degraded_pods_shown: Mutex<HashMap<TriggerLabels, Vec<DegradedPodLabels>>>,
     triggers: Gauge,
     max_triggers: Gauge,
     pollers: Gauge,
@@ -142,6 +159,8 @@ impl Telemetry {
             replicas_reporting: Family::default(),
             available: Family::default(),
             degraded: Family::default(),
+            degraded_pods: Family::default(),
+            degraded_pods_shown: Mutex::default(),
             triggers: Gauge::default(),
             max_triggers: Gauge::default(),
             pollers: Gauge::default(),
@@ -191,6 +210,11 @@ impl Telemetry {
             "trigger_degraded",
             "1 while a failing source's last good reading is being held, or a dns+ name answers no addresses among answering targets",
             t.degraded.clone(),
+        );
+        registry.register(
+            "trigger_degraded_pods",
+            "Discovered engine pods whose scrape fails, by state (held: last good reading counted; left_out: past maxSignalAgeSeconds, not counted, the others extrapolated) and reason (the failure kind)",
+            t.degraded_pods.clone(),
         );
         registry.register("triggers", "Triggers currently tracked", t.triggers.clone());
         registry.register(
@@ -316,11 +340,53 @@ impl Telemetry {
         self.degraded.get_or_create(labels).set(0);
     }
 
+    /// Set a trigger's failing pods, counted per state and reason; series
+    /// it had before and no longer has are removed. An empty list (every
+    /// pod answers, or the trigger answers UNAVAILABLE) removes them all.
+    pub fn record_degraded_pods(
+        &self,
+        labels: &TriggerLabels,
+        counts: &[(PodState, &'static str, usize)],
+    ) {
+        let mut shown = self
+            .degraded_pods_shown
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if counts.is_empty() && !shown.contains_key(labels) {
+            return;
+        }
+        let now: Vec<DegradedPodLabels> = counts
+            .iter()
+            .map(|(state, reason, count)| {
+                let series = DegradedPodLabels {
+                    namespace: labels.namespace.clone(),
+                    name: labels.name.clone(),
+                    metric: labels.metric.clone(),
+                    state: state.as_str(),
+                    reason,
+                };
+                self.degraded_pods
+                    .get_or_create(&series)
+                    .set(i64::try_from(*count).unwrap_or(i64::MAX));
+                series
+            })
+            .collect();
+        for gone in shown.remove(labels).unwrap_or_default() {
+            if !now.contains(&gone) {
+                self.degraded_pods.remove(&gone);
+            }
+        }
+        if !now.is_empty() {
+            shown.insert(labels.clone(), now);
+        }
+    }
+
     /// Forget a dropped trigger.
     pub fn forget_trigger(&self, labels: &TriggerLabels) {
         self.remove_values(labels);
         self.available.remove(labels);
         self.degraded.remove(labels);
+        self.record_degraded_pods(labels, &[]);
     }
 
     fn remove_values(&self, labels: &TriggerLabels) {

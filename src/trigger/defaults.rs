@@ -24,3 +24,8 @@ pub const DEFAULT_PEAK_HOLD_SECONDS: f64 = 600.0;
 pub const DEFAULT_HEADROOM: f64 = 0.2;
 /// Default `drainHorizonSeconds`.
 pub const DEFAULT_DRAIN_HORIZON_SECONDS: f64 = 30.0;
+/// Default `minReportingFraction`: half the discovered pods. One sick pod
+/// of a fleet never makes the trigger lose its number, and a value is never
+/// built from a minority of the fleet (extrapolating from fewer pods than
+/// are missing would be guessing).
+pub const DEFAULT_MIN_REPORTING_FRACTION: f64 = 0.5;

@@ -162,6 +162,14 @@ pub const POLL_INTERVAL_SECONDS: &str = "pollIntervalSeconds";
 /// then a failing source holds its last good value, flagged degraded.
 /// Seconds, at least `pollIntervalSeconds`. Default 3 × `pollIntervalSeconds`.
 pub const MAX_SIGNAL_AGE_SECONDS: &str = "maxSignalAgeSeconds";
+/// The share of the discovered pods (`vllmTargets`) that must report for
+/// the trigger to answer a value. A pod whose scrape fails keeps its last
+/// good reading until `maxSignalAgeSeconds`, then is left out: the pods
+/// that report are counted and their per-pod values extrapolated to the
+/// discovered count, flagged degraded. Below this share the trigger answers
+/// `UNAVAILABLE`. A number in (0, 1]; `1` needs every pod. Only with
+/// `vllmTargets`. Default 0.5.
+pub const MIN_REPORTING_FRACTION: &str = "minReportingFraction";
 /// The metric name returned by `GetMetricSpec`. Letters, digits and `-`,
 /// at most 63 characters. Default `backlog`, or `backlog-<modelName>` with
 /// the model name reduced to those characters. Set it when two triggers of
@@ -367,10 +375,11 @@ pub const GPU: &[&str] = &[
     GPU_BUSY_PERCENT,
     GPU_IDLE_PERCENT,
 ];
-/// Polling, signal age, the metric name and the mode.
+/// Polling, signal age, the reporting quorum, the metric name and the mode.
 pub const TIMING: &[&str] = &[
     POLL_INTERVAL_SECONDS,
     MAX_SIGNAL_AGE_SECONDS,
+    MIN_REPORTING_FRACTION,
     METRIC_NAME,
     MODE,
 ];
@@ -464,6 +473,7 @@ pub const ALL: &[&str] = &[
     GPU_IDLE_PERCENT,
     POLL_INTERVAL_SECONDS,
     MAX_SIGNAL_AGE_SECONDS,
+    MIN_REPORTING_FRACTION,
     METRIC_NAME,
     MODE,
     IP_FAMILY,

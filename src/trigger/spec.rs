@@ -3,7 +3,9 @@
 use std::time::Duration;
 
 use super::broker::{BrokerTrigger, parse_metadata as parse_broker};
-use super::defaults::{DEFAULT_MAX_SIGNAL_AGE_POLLS, DEFAULT_POLL_INTERVAL};
+use super::defaults::{
+    DEFAULT_MAX_SIGNAL_AGE_POLLS, DEFAULT_MIN_REPORTING_FRACTION, DEFAULT_POLL_INTERVAL,
+};
 use super::engine::{EngineInput, Needs, engine_input, prometheus_address};
 use super::error::{MetadataError, MetadataErrors, conflict, invalid};
 use super::gpu::{GpuInput, gpu_guard, gpu_input};
@@ -61,6 +63,9 @@ pub struct TriggerSpec {
     pub poll_interval: Duration,
     /// Age after which a held reading no longer counts.
     pub max_signal_age: Duration,
+    /// Share of the discovered pods that must report (`minReportingFraction`),
+    /// in (0, 1].
+    pub min_reporting_fraction: f64,
     /// Whether the answers reach KEDA or only `/explain` and the self-metrics.
     pub mode: Mode,
 }
@@ -101,6 +106,21 @@ impl TriggerSpec {
             &mut errors,
         )
         .unwrap_or(poll_interval * DEFAULT_MAX_SIGNAL_AGE_POLLS);
+        let min_reporting_fraction = number(
+            &md,
+            keys::MIN_REPORTING_FRACTION,
+            |v| v > 0.0 && v <= 1.0,
+            "a fraction in (0, 1], e.g. `0.5` (`1`: every discovered pod must report)",
+            &mut errors,
+        );
+        if min_reporting_fraction.is_some() && !md.has(keys::VLLM_TARGETS) {
+            errors.push(conflict(
+                keys::MIN_REPORTING_FRACTION,
+                "counts the pods scraped with `vllmTargets`; set `vllmTargets` (the PromQL path and brokers have no per-pod answers)",
+            ));
+        }
+        let min_reporting_fraction =
+            min_reporting_fraction.unwrap_or(DEFAULT_MIN_REPORTING_FRACTION);
         let model_name = md.text(keys::MODEL_NAME).map(str::to_owned);
         let metric_name = metric_name(&md, model_name.as_deref(), &mut errors);
         let mode = mode(&md, &mut errors);
@@ -191,6 +211,7 @@ impl TriggerSpec {
                 ttft,
                 poll_interval,
                 max_signal_age,
+                min_reporting_fraction,
                 mode,
             }),
             _ => Err(MetadataErrors(errors)),

@@ -103,6 +103,7 @@ fn failing_source_holds_last_good_until_max_age_then_unavailable() {
         last_good: Some(engine_reading(vec![pod(10.0, 0.0)], t0)),
         last_failure: Some(failure(t0 + Duration::from_secs(5))),
         consecutive_failures: 1,
+        failing_pods: Vec::new(),
     };
     let mut memory = TriggerMemory::default();
     let held = evaluate(

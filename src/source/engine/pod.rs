@@ -11,10 +11,11 @@
 //! the series it was read from ([`SeriesRead`]), so `/explain` can show where
 //! a number came from, and so the TTFT window can take per-pod deltas.
 //!
-//! A reading is all-or-nothing: every discovered pod must answer. Summing the
-//! pods that did answer would under-count a busy fleet exactly when pods are
-//! struggling; the poller holds the last complete reading instead
-//! (docs/decisions/0002).
+//! [`EngineSource::read`] is all-or-nothing (every discovered pod must
+//! answer), as `check` probes a source; the pollers read pod by pod
+//! (`EngineSource::read_pods`, in `fanout.rs`), and the decision holds a
+//! failing pod's last good reading, then leaves it out while a quorum of the
+//! pods reports (docs/decisions/0002).
 
 use std::collections::BTreeMap;
 

@@ -547,3 +547,38 @@ fn mode_is_active_by_default_shadow_on_request_and_nothing_else() {
         assert!(text.contains(part), "{part} not in {text}");
     }
 }
+
+#[test]
+fn min_reporting_fraction_is_a_fraction_in_zero_one_for_scraped_pods() {
+    assert_eq!(parse(&base()).expect("valid").min_reporting_fraction, 0.5);
+    for (value, expected) in [("1", 1.0), ("0.75", 0.75), ("0.01", 0.01)] {
+        let mut md = base();
+        md.push(("minReportingFraction", value));
+        assert_eq!(
+            parse(&md).expect(value).min_reporting_fraction,
+            expected,
+            "{value}"
+        );
+    }
+    for value in ["0", "-0.5", "1.5", "NaN", "half", ""] {
+        let mut md = base();
+        md.push(("minReportingFraction", value));
+        let text = error_text(&md);
+        assert!(
+            text.contains("minReportingFraction")
+                && text.contains(&format!("`{value}`"))
+                && text.contains("(0, 1]"),
+            "{value}: {text}"
+        );
+    }
+    // The PromQL path has no per-pod answers to count.
+    let text = error_text(&[
+        ("prometheusAddress", "http://127.0.0.1:9090"),
+        ("targetBacklogPerReplica", "10"),
+        ("minReportingFraction", "0.5"),
+    ]);
+    assert!(
+        text.contains("minReportingFraction") && text.contains("vllmTargets"),
+        "{text}"
+    );
+}
