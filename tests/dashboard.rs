@@ -39,7 +39,7 @@ struct Scaler {
 
 impl Scaler {
     fn start() -> Scaler {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_backlog-scaler"))
+        let child = Command::new(env!("CARGO_BIN_EXE_backlog-scaler"))
             .args(["--log-format", "json", "serve"])
             .args(["--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"])
             .stdin(Stdio::null())
@@ -47,12 +47,19 @@ impl Scaler {
             .stderr(Stdio::piped())
             .spawn()
             .expect("the binary starts");
-        let log = Arc::new(Mutex::new(String::new()));
+        // Owned by `Scaler` from here, so a failed start still kills it.
+        let unbound: SocketAddr = "0.0.0.0:0".parse().expect("addr");
+        let mut scaler = Scaler {
+            child,
+            grpc: unbound,
+            http: unbound,
+            log: Arc::new(Mutex::new(String::new())),
+        };
         for stream in [
-            Box::new(child.stdout.take().expect("stdout")) as Box<dyn std::io::Read + Send>,
-            Box::new(child.stderr.take().expect("stderr")),
+            Box::new(scaler.child.stdout.take().expect("stdout")) as Box<dyn std::io::Read + Send>,
+            Box::new(scaler.child.stderr.take().expect("stderr")),
         ] {
-            let log = log.clone();
+            let log = scaler.log.clone();
             std::thread::spawn(move || {
                 for line in BufReader::new(stream).lines().map_while(Result::ok) {
                     let mut log = log.lock().expect("log");
@@ -63,7 +70,7 @@ impl Scaler {
         }
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
-            let text = log.lock().expect("log").clone();
+            let text = scaler.log();
             if let Some(line) = text.lines().find(|l| l.contains("backlog-scaler serving")) {
                 let json: Value = serde_json::from_str(line).expect("a JSON log line");
                 let addr = |key: &str| -> SocketAddr {
@@ -72,18 +79,14 @@ impl Scaler {
                         .and_then(|a| a.parse().ok())
                         .unwrap_or_else(|| panic!("{key} in {line}"))
                 };
-                return Scaler {
-                    grpc: addr("grpc_addr"),
-                    http: addr("http_addr"),
-                    child,
-                    log,
-                };
+                scaler.grpc = addr("grpc_addr");
+                scaler.http = addr("http_addr");
+                return scaler;
             }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("the scaler did not start:\n{text}");
-            }
+            assert!(
+                Instant::now() < deadline,
+                "the scaler did not start:\n{text}"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -270,7 +273,11 @@ async fn every_panel_query_returns_data_from_a_real_prometheus() {
     let chat_pods = pods(&[(12.0, 30.0), (8.0, 28.0), (20.0, 32.0)]).await;
     // One pod whose exposition carries a line no parser accepts.
     let noisy = pods(&[(3.0, 5.0)]).await;
-    noisy[0].set_body_override(Some(format!("{}not a metric line {{\n", noisy[0].render())));
+    // (A wanted family, so the parser reads the line rather than skipping it.)
+    noisy[0].set_body_override(Some(format!(
+        "{}vllm:num_requests_waiting{{model_name=\"unterminated 1\n",
+        noisy[0].render()
+    )));
     // A pod that is never there: its trigger answers UNAVAILABLE.
     let gone = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
