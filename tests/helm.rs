@@ -1274,3 +1274,74 @@ fn the_values_table_is_values_yaml() {
         "kedaorg-ca"
     );
 }
+
+#[test]
+fn names_follow_the_release_and_every_reference_resolves() {
+    if !have_helm("names_follow_the_release_and_every_reference_resolves") {
+        return;
+    }
+    let output = helm(&[
+        "template",
+        "scaler",
+        CHART,
+        "--namespace",
+        "platform",
+        "--set",
+        "certificates.certManager.enabled=true",
+        "--set",
+        "dashboard.enabled=true",
+    ]);
+    assert!(output.status.success(), "{}", text(&output));
+    let docs = documents(&String::from_utf8(output.stdout).expect("utf-8"));
+    let deployment = find(&docs, "Deployment", "scaler-backlog-scaler");
+    let pod = &deployment["spec"]["template"]["spec"];
+    find(
+        &docs,
+        "ServiceAccount",
+        str_of(&pod["serviceAccountName"], "serviceAccountName"),
+    );
+    let volumes = by_name(&pod["volumes"], "volumes");
+    find(
+        &docs,
+        "ConfigMap",
+        str_of(&volumes["config"]["configMap"]["name"], "configmap"),
+    );
+    let tls = find(&docs, "Certificate", "scaler-backlog-scaler-tls");
+    assert_eq!(
+        tls["spec"]["secretName"],
+        volumes["tls"]["secret"]["secretName"]
+    );
+    let service = find(&docs, "Service", "scaler-backlog-scaler");
+    let dns: Vec<&str> = seq(&tls["spec"]["dnsNames"], "dnsNames")
+        .iter()
+        .map(|n| str_of(n, "name"))
+        .collect();
+    assert!(
+        dns.contains(&"scaler-backlog-scaler.platform.svc.cluster.local"),
+        "{dns:?}"
+    );
+    // The Service, PDB, policy and spread all select exactly these pods.
+    let pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+        .as_mapping()
+        .expect("labels");
+    let selects = |selector: &Value| {
+        let selector = selector.as_mapping().expect("matchLabels");
+        assert!(!selector.is_empty());
+        for (k, v) in selector {
+            assert_eq!(pod_labels.get(k), Some(v), "{k:?}");
+        }
+    };
+    selects(&service["spec"]["selector"]);
+    selects(&only(&docs, "PodDisruptionBudget")["spec"]["selector"]["matchLabels"]);
+    selects(&only(&docs, "NetworkPolicy")["spec"]["podSelector"]["matchLabels"]);
+    for constraint in seq(&pod["topologySpreadConstraints"], "spread") {
+        selects(&constraint["labelSelector"]["matchLabels"]);
+    }
+    assert_eq!(
+        pod_labels.get("app.kubernetes.io/instance"),
+        Some(&Value::from("scaler"))
+    );
+    for doc in &docs {
+        assert_eq!(doc["metadata"]["namespace"], "platform", "{doc:?}");
+    }
+}
