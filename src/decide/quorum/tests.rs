@@ -121,7 +121,15 @@ fn hung(target: &'static str, last_good: Option<(f64, u64)>) -> Failing {
 fn failing_pods_are_held_then_left_out_while_a_quorum_reports() {
     use PodState::{Held, LeftOut};
     let a = [("a", 3.0), ("b", 4.0)];
-    let cases: Vec<(&str, Option<&str>, &[(&str, f64)], Vec<Failing>, Expect)> = vec![
+    /// Name, `minReportingFraction`, answered pods, failing pods, outcome.
+    type Case<'a> = (
+        &'a str,
+        Option<&'a str>,
+        &'a [(&'a str, f64)],
+        Vec<Failing>,
+        Expect,
+    );
+    let cases: Vec<Case> = vec![
         (
             "every pod answers: no fleet, not degraded",
             None,
