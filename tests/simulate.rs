@@ -7,11 +7,14 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use backlog_scaler::decide::freshness::{TriggerMemory, decide_engine};
-use backlog_scaler::sim::arrivals::{Builtin, RequestSizes, Scenario};
-use backlog_scaler::sim::fleet::{Fleet, PodModel};
+use backlog_scaler::sim::arrivals::{Builtin, Scenario};
+use backlog_scaler::sim::fleet::Fleet;
 use backlog_scaler::sim::hpa::{Behavior, Hpa, Keda, Target, replicas_for_metric};
+use backlog_scaler::sim::model::PodModel;
 use backlog_scaler::sim::policies::{PolicyKind, scaler_metadata};
 use backlog_scaler::sim::run::{SimConfig, run_matrix, run_one};
+use backlog_scaler::sim::view::instant_at;
+use backlog_scaler::sim::workload::{Request, TokenMix};
 use backlog_scaler::trigger::TriggerSpec;
 
 const BIN: &str = env!("CARGO_BIN_EXE_backlog-scaler");
@@ -54,16 +57,22 @@ fn hpa_examples_from_the_kubernetes_and_keda_docs() {
 }
 
 fn steady(rate: f64, seconds: f64) -> Scenario {
-    Scenario::from_trace_csv("steady", &format!("0,{rate}\n{seconds},{rate}\n"), None)
-        .expect("valid trace")
+    Scenario::from_rates(
+        "steady",
+        vec![(0.0, rate), (seconds, rate)],
+        TokenMix::CHAT,
+        None,
+    )
+    .expect("valid trace")
 }
 
 #[test]
 fn littles_law_holds_on_a_steady_load() {
-    let (rate, seconds) = (3.0, 3600.0);
-    let mut fleet = Fleet::new(PodModel::default(), 3, 0.0);
+    let (rate, seconds) = (20.0, 3600.0);
+    let mut fleet = Fleet::new(PodModel::default(), 4, 0.0);
     let mut arrivals = steady(rate, seconds)
-        .arrivals(11, RequestSizes::default())
+        .arrivals(11)
+        .expect("arrivals")
         .peekable();
     let mut in_system = 0.0;
     for step in 0..seconds as usize {
@@ -88,27 +97,141 @@ fn littles_law_holds_on_a_steady_load() {
 }
 
 #[test]
-fn a_saturated_pod_finishes_max_num_seqs_over_the_mean_service_time() {
+fn a_saturated_pod_finishes_mu_requests_per_second() {
     let model = PodModel::default();
-    let sizes = RequestSizes::default();
-    // ~3000 requests at once: the pod stays at a full batch throughout.
+    let mix = TokenMix::CHAT;
+    // ~6000 requests at once: the pod stays at a full batch throughout.
     let mut fleet = Fleet::new(model, 1, 0.0);
-    for request in steady(3000.0, 1.0).arrivals(5, sizes) {
+    for request in steady(6000.0, 1.0).arrivals(5).expect("arrivals") {
         fleet.arrive(request);
     }
-    let horizon = 1200.0;
+    let (warm, horizon) = (100.0, 600.0);
+    fleet.settle(warm);
+    let before = fleet
+        .reading()
+        .pods
+        .remove(0)
+        .finished_total
+        .expect("counter");
     fleet.settle(horizon);
     let pod = fleet.reading().pods.remove(0);
     assert!(pod.waiting > 0.0, "still saturated at the end");
-    let throughput = pod.finished_total.expect("counter") / horizon;
-    // C / (mean work at batch 1 × (1 + stretch)) = 32 / (7.35 s × 2).
-    let expected =
-        model.max_num_seqs as f64 / (sizes.mean_work_seconds() * (1.0 + model.batch_stretch));
-    assert_eq!(expected, model.saturated_throughput(&sizes));
+    let throughput = (pod.finished_total.expect("counter") - before) / (horizon - warm);
+    let expected = model.saturated_throughput(mix.means());
     assert!(
         (throughput - expected).abs() / expected < 0.05,
-        "{throughput:.3} req/s, expected {expected:.3}"
+        "{throughput:.3} req/s, the model's μ {expected:.3}"
     );
+}
+
+/// vLLM's `bench serve --max-concurrency C` against one simulated pod: a closed loop of `C`
+/// requests of fixed lengths, each replaced the moment it finishes; output tokens/s.
+fn closed_loop_output_tokens_per_second(concurrency: usize, input: u32, output: u32) -> f64 {
+    let mut fleet = Fleet::new(PodModel::default(), 1, 0.0);
+    let request = |arrival: f64| Request {
+        arrival,
+        input_tokens: input,
+        output_tokens: output,
+    };
+    for _ in 0..concurrency {
+        fleet.arrive(request(0.0));
+    }
+    let dt = 0.002;
+    let mut finished = 0u64;
+    let (mut t, mut start) = (0.0, None);
+    let target = 20 * concurrency as u64;
+    let mut tokens_at_start = 0;
+    loop {
+        t += dt;
+        fleet.advance_to(t);
+        let (done, tokens) = fleet
+            .metrics()
+            .map(|(_, m)| (m.finished_total(), m.generation_tokens))
+            .next()
+            .expect("one pod");
+        for _ in finished..done {
+            fleet.arrive(request(t));
+        }
+        finished = done;
+        // Measure past the first wave, as the benchmark's many prompts average it out.
+        if start.is_none() && finished >= concurrency as u64 {
+            start = Some(t);
+            tokens_at_start = tokens;
+        }
+        if finished >= target {
+            let begun = start.expect("started");
+            return (tokens - tokens_at_start) as f64 / (t - begun);
+        }
+    }
+}
+
+#[test]
+fn the_pod_model_reproduces_its_published_calibration_within_ten_percent() {
+    // docs/decisions/0014-pod-model-calibration.md: Llama-3.1-8B-Instruct, vLLM 0.23, one
+    // A100 40GB, 1024 input / 128 output tokens: ~75 output tokens/s at one request and
+    // 6.6× that at eight.
+    for (concurrency, published) in [(1, 75.0), (8, 6.6 * 75.0)] {
+        let model = closed_loop_output_tokens_per_second(concurrency, 1024, 128);
+        let error = (model - published) / published;
+        assert!(
+            error.abs() <= 0.10,
+            "C={concurrency}: model {model:.1} tok/s vs published {published:.1} ({:+.1} %)",
+            100.0 * error
+        );
+    }
+}
+
+#[test]
+fn the_warm_start_leaves_no_queue_at_zero_on_a_steady_load() {
+    let config = SimConfig::default();
+    let scenario = steady(50.0, 600.0);
+    let mu = config.saturated_throughput(&scenario);
+    let (_, trace) = run_one(&config, &scenario, PolicyKind::Capacity, 2, true).expect("runs");
+    let first = trace.expect("recorded").series[0];
+    let warm = (50.0 * (1.0 + config.fixed_headroom) / mu).ceil() as usize;
+    assert_eq!(first.t, 5.0);
+    assert_eq!(first.ready, warm, "warmed for λ(0) from the model");
+    // Momentary queueing of a Poisson load, not a cold-start backlog (hundreds).
+    assert!(first.waiting <= warm, "waiting {} on {warm} pods", first.waiting);
+    // Steady state, not an empty fleet: Little's law's L = λ·E[sojourn] is running.
+    assert!(first.running as f64 > 50.0, "running {}", first.running);
+}
+
+#[test]
+fn the_oracle_needs_no_more_gpu_hours_than_any_policy() {
+    let config = SimConfig::default();
+    let scenarios = [
+        Scenario::builtin(Builtin::Step, Some(1200.0)),
+        Scenario::builtin(Builtin::Spike, Some(1200.0)),
+    ];
+    let policies: Vec<PolicyKind> = PolicyKind::ALL.to_vec();
+    let (results, _) = run_matrix(&config, &scenarios, &policies, 1, 2, None).expect("runs");
+    for scenario in &scenarios {
+        let of = |p: PolicyKind| {
+            results
+                .iter()
+                .find(|r| r.scenario == scenario.name && r.policy == p)
+                .expect("ran")
+        };
+        let oracle = of(PolicyKind::Oracle);
+        assert!(oracle.replica_hours > 0.0 && oracle.slo_attainment.is_nan());
+        for policy in &policies {
+            let run = of(*policy);
+            assert!(
+                oracle.replica_hours <= run.replica_hours + 1e-9,
+                "{}: oracle {:.3} h > {} {:.3} h",
+                scenario.name,
+                oracle.replica_hours,
+                policy.name(),
+                run.replica_hours
+            );
+        }
+        assert_eq!(
+            oracle.requests,
+            of(PolicyKind::Fixed).requests,
+            "same requests"
+        );
+    }
 }
 
 /// `B` of one reading by the README's formulas (ARCHITECTURE.md §2), from
@@ -166,14 +289,20 @@ fn formula(
 fn the_simulator_and_the_server_decide_the_same_b() {
     let config = SimConfig::default();
     let scenario = Scenario::builtin(Builtin::Spike, Some(900.0));
-    for policy in [PolicyKind::Backlog, PolicyKind::Capacity] {
+    let mut settings = config.policy.clone();
+    settings.drain_rate_per_replica = config.saturated_throughput(&scenario);
+    for policy in [
+        PolicyKind::Default,
+        PolicyKind::Backlog,
+        PolicyKind::Capacity,
+    ] {
         let (result, trace) = run_one(&config, &scenario, policy, 3, true).expect("runs");
         let calls = trace.expect("recorded").scaler_calls;
         assert_eq!(result.scaler_errors, 0);
         assert!(calls.len() >= 170, "{policy:?}: {} polls", calls.len());
         // The server's path, fresh: the same metadata parsing, the same
         // readings at the same instants, through decide_engine directly.
-        let metadata = scaler_metadata(policy, &config.policy);
+        let metadata = scaler_metadata(policy, &settings);
         let spec =
             TriggerSpec::from_metadata(metadata.iter().map(|(k, v)| (k.as_str(), v.as_str())))
                 .expect("metadata valid");
@@ -181,7 +310,7 @@ fn the_simulator_and_the_server_decide_the_same_b() {
         let base = Instant::now();
         let mut moved = false;
         for call in &calls {
-            let at = base + Duration::from_secs_f64(call.t);
+            let at = instant_at(base + Duration::from_secs(3600), call.t);
             let direct = decide_engine(&spec, &call.reading, at, &mut memory);
             assert_eq!(direct, call.decision, "{policy:?} at t={}", call.t);
             let decision = direct.expect("decides");
@@ -189,7 +318,7 @@ fn the_simulator_and_the_server_decide_the_same_b() {
             // here from the pods' gauges and the trigger's settings (so a
             // wrong term in decide_engine fails, not only a simulator that
             // calls something else).
-            let expected = formula(policy, &config.policy, &call.reading, &decision);
+            let expected = formula(policy, &settings, &call.reading, &decision);
             assert!(
                 (decision.backlog - expected).abs() <= 1e-9 * expected.max(1.0),
                 "{policy:?} at t={}: B {} against the formula's {expected}: {decision:?}",
@@ -235,9 +364,20 @@ fn scale_to_zero_and_back_through_keda() {
         ..SimConfig::default()
     };
     // Traffic, silence for 20 minutes, traffic again.
-    let scenario =
-        Scenario::from_trace_csv("gap", "0,2\n300,2\n301,0\n1500,0\n1501,2\n2100,2\n", None)
-            .expect("valid");
+    let scenario = Scenario::from_rates(
+        "gap",
+        vec![
+            (0.0, 2.0),
+            (300.0, 2.0),
+            (301.0, 0.0),
+            (1500.0, 0.0),
+            (1501.0, 2.0),
+            (2100.0, 2.0),
+        ],
+        TokenMix::CHAT,
+        None,
+    )
+    .expect("valid");
     for policy in [PolicyKind::Backlog, PolicyKind::Seed] {
         let (result, trace) = run_one(&config, &scenario, policy, 1, true).expect("runs");
         let series = trace.expect("recorded").series;
@@ -286,7 +426,15 @@ fn simulate_command_writes_the_table_csv_and_svg() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(stdout.contains("SLO met"), "{stdout}");
-    for policy in ["backlog", "capacity", "seed", "production-stack", "fixed"] {
+    for policy in [
+        "default",
+        "capacity",
+        "backlog",
+        "seed",
+        "production-stack",
+        "fixed",
+        "oracle",
+    ] {
         assert!(
             stdout
                 .lines()
@@ -295,17 +443,28 @@ fn simulate_command_writes_the_table_csv_and_svg() {
         );
     }
     let runs = std::fs::read_to_string(out.join("runs.csv")).expect("runs.csv");
-    assert_eq!(runs.lines().count(), 1 + 5 * 2);
+    assert_eq!(runs.lines().count(), 1 + 7 * 2);
     let summary = std::fs::read_to_string(out.join("summary.csv")).expect("summary.csv");
-    assert_eq!(summary.lines().count(), 1 + 5);
+    assert_eq!(summary.lines().count(), 1 + 7);
+    assert!(
+        summary
+            .lines()
+            .next()
+            .is_some_and(|h| h.ends_with(",replica_hours_vs_oracle")),
+        "{summary}"
+    );
+    assert!(
+        stdout.contains("μ = "),
+        "the model's μ for the mix: {stdout}"
+    );
     let series = std::fs::read_to_string(out.join("timeseries-spike.csv")).expect("series");
-    assert!(series.lines().count() > 5 * 100);
+    assert!(series.lines().count() > 6 * 100);
     let svg = std::fs::read_to_string(out.join("simulate-spike.svg")).expect("svg");
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
     assert_eq!(
         svg.matches("font-weight=\"bold\">").count(),
-        1 + 5,
-        "title + a panel per policy"
+        1 + 6,
+        "title + a panel per simulated policy"
     );
 
     // A CSV trace instead of the built-in scenarios.
@@ -333,6 +492,126 @@ fn simulate_command_writes_the_table_csv_and_svg() {
         "{stdout}"
     );
     assert!(out.join("simulate-mytrace.svg").exists());
+
+    // Request-level traces in both public formats, scaled; a bad row names its line.
+    let mooncake = dir.path().join("mc.jsonl");
+    let rows: String = (0..600)
+        .map(|i| {
+            format!(
+                "{{\"timestamp\": {}, \"input_length\": 900, \"output_length\": 200, \"hash_ids\": [1]}}\n",
+                i * 500
+            )
+        })
+        .collect();
+    std::fs::write(&mooncake, rows).expect("write");
+    let azure = dir.path().join("az.csv");
+    let rows: String = std::iter::once("TIMESTAMP,ContextTokens,GeneratedTokens\n".to_owned())
+        .chain((0..600).map(|i| {
+            format!(
+                "2023-11-16 18:{:02}:{:02}.5000000,900,200\n",
+                i / 120,
+                (i / 2) % 60
+            )
+        }))
+        .collect();
+    std::fs::write(&azure, rows).expect("write");
+    for (trace, name) in [(&mooncake, "mc"), (&azure, "az")] {
+        let output = Command::new(BIN)
+            .args([
+                "simulate",
+                "--policy",
+                "fixed",
+                "--seeds",
+                "1",
+                "--rate-scale",
+                "4.5",
+            ])
+            .arg("--trace")
+            .arg(trace)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .expect("runs");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "{name}: {stdout}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(
+            stdout.contains("900 input / 200 output tokens"),
+            "{name}: {stdout}"
+        );
+        let runs = std::fs::read_to_string(out.join("runs.csv")).expect("runs.csv");
+        let requests: usize = runs
+            .lines()
+            .nth(1)
+            .and_then(|l| l.split(',').nth(3))
+            .and_then(|n| n.parse().ok())
+            .expect("requests column");
+        // 600 rows × 4.5, give or take the coin flips of the half copies.
+        assert!(
+            (2500..=2900).contains(&requests),
+            "{name}: {requests} requests"
+        );
+    }
+    std::fs::write(
+        &azure,
+        "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:00:00.1,10,5\n2023-11-16 18:00:01.2,10,0\n",
+    )
+    .expect("write");
+    let output = Command::new(BIN)
+        .args(["simulate", "--seeds", "1", "--trace"])
+        .arg(&azure)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("line 3") && stderr.contains("GeneratedTokens"),
+        "{stderr}"
+    );
+
+    // A cold-start sweep.
+    let output = Command::new(BIN)
+        .args([
+            "simulate",
+            "--scenario",
+            "spike",
+            "--duration-minutes",
+            "12",
+            "--seeds",
+            "1",
+            "--policy",
+            "all",
+            "--cold-start-seconds",
+            "30,180",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .expect("runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for cold in ["30", "180"] {
+        for policy in ["default", "capacity", "oracle"] {
+            assert!(
+                stdout.lines().any(|l| {
+                    let cells: Vec<&str> = l.split_whitespace().collect();
+                    cells.first() == Some(&cold) && cells.get(1) == Some(&policy)
+                }),
+                "{cold} s {policy}: {stdout}"
+            );
+        }
+    }
+    let sweep = std::fs::read_to_string(out.join("sweep.csv")).expect("sweep.csv");
+    assert_eq!(sweep.lines().count(), 1 + 2 * 7);
 
     // Bad input is a usage error naming the flag.
     let output = Command::new(BIN)

@@ -10,22 +10,38 @@ use clap::ValueEnum;
 use crate::sim::arrivals::{Builtin, Scenario};
 use crate::sim::hpa::{Behavior, PolicyType, ScalingPolicy, ScalingRules, SelectPolicy};
 use crate::sim::policies::PolicyKind;
-use crate::sim::run::{SimConfig, run_matrix};
-use crate::sim::{report, svg};
+use crate::sim::run::{SimConfig, run_matrix, scenario_means};
+use crate::sim::trace::{ParsedTrace, parse_trace};
+use crate::sim::workload::TokenMix;
+use crate::sim::{report, svg, sweep};
+
+/// The project's own chat-like request-level trace (Azure CSV format; sim/traces/).
+const CHAT_TRACE: &str = include_str!("../../sim/traces/chat.csv");
+/// The project's own code-completion-like request-level trace (Mooncake JSONL; sim/traces/).
+const CODE_TRACE: &str = include_str!("../../sim/traces/code-completion.jsonl");
+/// How many times the built-in traces are replayed: their ~4 req/s become a load whose
+/// busiest minutes need 10–20 pods, like the built-in shapes.
+const BUILTIN_TRACE_RATE_SCALE: f64 = 12.0;
 
 /// `--scenario`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ScenarioArg {
-    /// 4 → 20 → 4 req/s steps.
+    /// 20 → 100 → 20 req/s steps.
     Step,
-    /// A slow ramp up and down, 2 ↔ 22 req/s.
+    /// A slow ramp up and down, 10 ↔ 110 req/s.
     Ramp,
-    /// One compressed day, 3 ↔ 20 req/s.
+    /// One compressed day, 15 ↔ 100 req/s.
     Diurnal,
-    /// Random bursts (two-state MMPP), 6 / 20 req/s.
+    /// Random bursts (two-state MMPP), 30 / 100 req/s.
     Bursty,
-    /// A 5-minute spike from 5 to 25 req/s.
+    /// A 5-minute spike from 25 to 125 req/s.
     Spike,
+    /// A steady 60 req/s whose outputs double in length halfway (the mix drifts).
+    Drift,
+    /// The project's chat-like request-level trace (sim/traces/chat.csv), replayed 12×.
+    Chat,
+    /// The project's bursty code-completion trace (sim/traces/code-completion.jsonl), 12×.
+    CodeCompletion,
     /// Every scenario above.
     All,
 }
@@ -33,16 +49,20 @@ pub enum ScenarioArg {
 /// `--policy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum PolicyArg {
+    /// This scaler as deployed without a load test: no `policy`, no `drainRatePerReplica`.
+    Default,
+    /// This scaler, `policy: capacity` with the pod model's true μ.
+    Capacity,
     /// This scaler, `policy: backlog`.
     Backlog,
-    /// This scaler, `policy: capacity`.
-    Capacity,
     /// The seed article's three-trigger ScaledObject.
     Seed,
     /// vLLM production-stack's default trigger.
     ProductionStack,
     /// A fixed fleet sized for the peak.
     Fixed,
+    /// The clairvoyant lower bound on GPU-hours (computed, not simulated).
+    Oracle,
     /// Every policy above.
     All,
 }
@@ -70,10 +90,16 @@ pub struct SimulateArgs {
     /// Seeds per scenario × policy (seeds 0..N); tables show the mean.
     #[arg(long, default_value_t = 8)]
     pub seeds: u64,
-    /// Replay this CSV trace (`t_seconds,rate_per_second`, linearly
-    /// interpolated) instead of the built-in scenarios.
-    #[arg(long, value_name = "FILE.csv")]
+    /// Replay this trace instead of the built-in scenarios: a rate CSV
+    /// (`t_seconds,rate_per_second`, linearly interpolated), Mooncake JSONL or an Azure LLM
+    /// inference CSV (one row per request), told apart by their content.
+    #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// Multiply a trace's load: each request is replayed ⌊X⌋ times plus once more with
+    /// probability frac(X), the copies spread within the trace's timestamp resolution (a rate
+    /// CSV's rates are multiplied by X). Default 1 for `--trace`, 12 for the built-in traces.
+    #[arg(long, value_name = "X")]
+    pub rate_scale: Option<f64>,
     /// Directory for the CSV, Markdown and SVG output (created if needed).
     #[arg(long, value_name = "DIR", default_value = "simulate-out")]
     pub out: PathBuf,
@@ -84,9 +110,15 @@ pub struct SimulateArgs {
     /// Scenario drawn in the SVG chart, seed 0 (default: the first run).
     #[arg(long, value_name = "NAME")]
     pub svg_scenario: Option<String>,
-    /// Seconds from pod creation to ready (image pull, model load).
-    #[arg(long, default_value_t = 90.0)]
-    pub cold_start_seconds: f64,
+    /// Seconds from pod creation to ready (image pull, model load); several, comma-separated
+    /// (`30,60,90,120,180,300`), run a cold-start sweep.
+    #[arg(
+        long,
+        value_name = "S[,S...]",
+        value_delimiter = ',',
+        default_value = "90"
+    )]
+    pub cold_start_seconds: Vec<f64>,
     /// KEDA `minReplicaCount`; 0 turns on activation and the cooldown.
     #[arg(long, default_value_t = 1)]
     pub min_replicas: i32,
@@ -143,6 +175,40 @@ impl ScaleUpArg {
     }
 }
 
+/// A scenario from a trace's text: its format is told from the content.
+pub fn scenario_from_trace(
+    name: &str,
+    text: &str,
+    rate_scale: f64,
+    duration_seconds: Option<f64>,
+) -> Result<Scenario, String> {
+    if !(rate_scale.is_finite() && rate_scale > 0.0) {
+        return Err(format!(
+            "--rate-scale must be a number > 0, got {rate_scale}"
+        ));
+    }
+    match parse_trace(text).map_err(|e| format!("{name}: {e}"))? {
+        ParsedTrace::Rates(points) => {
+            let points = points
+                .into_iter()
+                .map(|(t, r)| (t, r * rate_scale))
+                .collect();
+            Scenario::from_rates(name, points, TokenMix::CHAT, duration_seconds)
+        }
+        ParsedTrace::Requests {
+            requests,
+            resolution_seconds,
+            ..
+        } => Scenario::from_requests(
+            name,
+            requests,
+            rate_scale,
+            resolution_seconds,
+            duration_seconds,
+        ),
+    }
+}
+
 /// The scenarios `args` ask for.
 pub fn scenarios(args: &SimulateArgs) -> Result<Vec<Scenario>, String> {
     let duration = args.duration_minutes.map(|m| m * 60.0);
@@ -160,30 +226,47 @@ pub fn scenarios(args: &SimulateArgs) -> Result<Vec<Scenario>, String> {
         let name = path
             .file_stem()
             .map_or_else(|| "trace".to_owned(), |s| s.to_string_lossy().into_owned());
-        return Ok(vec![Scenario::from_trace_csv(&name, &text, duration)?]);
+        let scale = args.rate_scale.unwrap_or(1.0);
+        return Ok(vec![scenario_from_trace(&name, &text, scale, duration)?]);
     }
-    let kinds: Vec<Builtin> = match args.scenario {
-        ScenarioArg::Step => vec![Builtin::Step],
-        ScenarioArg::Ramp => vec![Builtin::Ramp],
-        ScenarioArg::Diurnal => vec![Builtin::Diurnal],
-        ScenarioArg::Bursty => vec![Builtin::Bursty],
-        ScenarioArg::Spike => vec![Builtin::Spike],
-        ScenarioArg::All => Builtin::ALL.to_vec(),
+    let builtin_trace = |name: &str, text: &str| {
+        let scale = args.rate_scale.unwrap_or(BUILTIN_TRACE_RATE_SCALE);
+        scenario_from_trace(name, text, scale, duration)
     };
-    Ok(kinds
-        .into_iter()
-        .map(|k| Scenario::builtin(k, duration))
-        .collect())
+    let shapes = |kinds: &[Builtin]| -> Vec<Scenario> {
+        kinds
+            .iter()
+            .map(|k| Scenario::builtin(*k, duration))
+            .collect()
+    };
+    Ok(match args.scenario {
+        ScenarioArg::Step => shapes(&[Builtin::Step]),
+        ScenarioArg::Ramp => shapes(&[Builtin::Ramp]),
+        ScenarioArg::Diurnal => shapes(&[Builtin::Diurnal]),
+        ScenarioArg::Bursty => shapes(&[Builtin::Bursty]),
+        ScenarioArg::Spike => shapes(&[Builtin::Spike]),
+        ScenarioArg::Drift => shapes(&[Builtin::Drift]),
+        ScenarioArg::Chat => vec![builtin_trace("chat", CHAT_TRACE)?],
+        ScenarioArg::CodeCompletion => vec![builtin_trace("code-completion", CODE_TRACE)?],
+        ScenarioArg::All => {
+            let mut all = shapes(&Builtin::ALL);
+            all.push(builtin_trace("chat", CHAT_TRACE)?);
+            all.push(builtin_trace("code-completion", CODE_TRACE)?);
+            all
+        }
+    })
 }
 
 /// The policies `args` ask for.
 pub fn policies(args: &SimulateArgs) -> Vec<PolicyKind> {
     match args.policy {
+        PolicyArg::Default => vec![PolicyKind::Default],
         PolicyArg::Backlog => vec![PolicyKind::Backlog],
         PolicyArg::Capacity => vec![PolicyKind::Capacity],
         PolicyArg::Seed => vec![PolicyKind::Seed],
         PolicyArg::ProductionStack => vec![PolicyKind::ProductionStack],
         PolicyArg::Fixed => vec![PolicyKind::Fixed],
+        PolicyArg::Oracle => vec![PolicyKind::Oracle],
         PolicyArg::All => PolicyKind::ALL.to_vec(),
     }
 }
@@ -191,8 +274,16 @@ pub fn policies(args: &SimulateArgs) -> Vec<PolicyKind> {
 /// The configuration `args` ask for.
 pub fn config(args: &SimulateArgs) -> Result<SimConfig, String> {
     let mut config = SimConfig::default();
-    if !(args.cold_start_seconds >= 0.0 && args.cold_start_seconds.is_finite()) {
-        return Err("--cold-start-seconds must be ≥ 0".to_owned());
+    if args.cold_start_seconds.is_empty()
+        || args
+            .cold_start_seconds
+            .iter()
+            .any(|s| !(*s >= 0.0 && s.is_finite()))
+    {
+        return Err(format!(
+            "--cold-start-seconds must be one or more numbers ≥ 0, got {:?}",
+            args.cold_start_seconds
+        ));
     }
     if args.min_replicas < 0 || args.max_replicas < args.min_replicas.max(1) {
         return Err(format!(
@@ -200,7 +291,7 @@ pub fn config(args: &SimulateArgs) -> Result<SimConfig, String> {
             args.min_replicas, args.max_replicas
         ));
     }
-    config.pod.cold_start_seconds = args.cold_start_seconds;
+    config.pod.cold_start_seconds = args.cold_start_seconds[0];
     config.min_replicas = args.min_replicas;
     config.max_replicas = args.max_replicas;
     config.behavior.scale_up = args.scale_up.rules();
@@ -263,6 +354,9 @@ fn simulate(args: &SimulateArgs) -> Result<(), String> {
     });
     std::fs::create_dir_all(&args.out)
         .map_err(|e| format!("cannot create --out {}: {e}", args.out.display()))?;
+    if args.cold_start_seconds.len() > 1 {
+        return sweep(args, &config, &scenarios, &policies, jobs);
+    }
 
     let started = Instant::now();
     let (results, traces) = run_matrix(
@@ -274,15 +368,13 @@ fn simulate(args: &SimulateArgs) -> Result<(), String> {
         Some(&svg_scenario),
     )?;
     let summaries = report::summarize(&results);
-    let mu = config.saturated_throughput();
     println!(
-        "{} runs ({} scenarios × {} policies × {} seeds) in {:.1} s; μ = {mu:.3} req/s per pod at a full batch of {}, cold start {} s, TTFT SLO {} s (latency guard on backlog/capacity: {}), replicas {}–{}; means over seeds:\n",
+        "{} runs ({} scenarios × {} policies × {} seeds) in {:.1} s; cold start {} s, TTFT SLO {} s (latency guard on this scaler's triggers: {}), replicas {}–{}, {} s warm start at λ(0); means over seeds.",
         results.len(),
         scenarios.len(),
         policies.len(),
         args.seeds,
         started.elapsed().as_secs_f64(),
-        config.pod.max_num_seqs,
         config.pod.cold_start_seconds,
         config.policy.ttft_slo_seconds,
         if config.policy.scaler_ttft_guard {
@@ -292,7 +384,9 @@ fn simulate(args: &SimulateArgs) -> Result<(), String> {
         },
         config.min_replicas,
         config.max_replicas,
+        config.warmup_seconds,
     );
+    print!("{}", mu_lines(&config, &scenarios));
     if !config.policy.capacity_extra.is_empty() {
         let extra: Vec<String> = config
             .policy
@@ -300,8 +394,9 @@ fn simulate(args: &SimulateArgs) -> Result<(), String> {
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
-        println!("capacity trigger also has: {}\n", extra.join(", "));
+        println!("capacity trigger also has: {}", extra.join(", "));
     }
+    println!();
     print!("{}", report::text_table(&summaries));
     let errors: usize = results.iter().map(|r| r.scaler_errors).sum();
     if errors > 0 {
@@ -314,17 +409,21 @@ fn simulate(args: &SimulateArgs) -> Result<(), String> {
         write(&args.out, "summary.md", &report::markdown_table(&summaries))?,
     ];
     if let Some(scenario) = scenarios.iter().find(|s| s.name == svg_scenario) {
+        let drawn: Vec<_> = traces
+            .into_iter()
+            .filter(|(policy, _)| *policy != PolicyKind::Oracle)
+            .collect();
         written.push(write(
             &args.out,
             &format!("timeseries-{}.csv", scenario.name),
-            &report::series_csv(&traces),
+            &report::series_csv(&drawn),
         )?);
         let chart = svg::render(
             &scenario.name,
             0,
             scenario.duration_seconds,
             config.policy.ttft_slo_seconds,
-            &traces,
+            &drawn,
         );
         written.push(write(
             &args.out,
@@ -332,6 +431,79 @@ fn simulate(args: &SimulateArgs) -> Result<(), String> {
             &chart,
         )?);
     }
+    println!();
+    for path in written {
+        println!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+/// One line per scenario: the pod model's μ for its mix (what `capacity` is given).
+fn mu_lines(config: &SimConfig, scenarios: &[Scenario]) -> String {
+    let mut out = String::from(
+        "pod model (decision 0014): Llama-3.1-8B-Instruct, vLLM on one A100 40GB; μ = requests/s per pod at a full batch of the mix:\n",
+    );
+    for scenario in scenarios {
+        let means = scenario_means(scenario);
+        out.push_str(&format!(
+            "  {:<16} μ = {:.2} req/s  (batch {:.0}, {:.0} input / {:.0} output tokens per request){}\n",
+            scenario.name,
+            config.saturated_throughput(scenario),
+            config.pod.full_batch(means),
+            means.input_tokens,
+            means.output_tokens,
+            if scenario.name == "drift" {
+                format!(
+                    "; {:.2} req/s once outputs double",
+                    config
+                        .pod
+                        .saturated_throughput(scenario.mix_at(scenario.duration_seconds).means())
+                )
+            } else {
+                String::new()
+            }
+        ));
+    }
+    out
+}
+
+/// `--cold-start-seconds A,B,...`: the matrix once per cold start; per policy, the mean SLO
+/// attainment over the scenarios and the replica-hours summed over them (and over the
+/// oracle's).
+fn sweep(
+    args: &SimulateArgs,
+    config: &SimConfig,
+    scenarios: &[Scenario],
+    policies: &[PolicyKind],
+    jobs: usize,
+) -> Result<(), String> {
+    let started = Instant::now();
+    let mut rows: Vec<(f64, report::Summary)> = Vec::new();
+    for cold in &args.cold_start_seconds {
+        let mut config = config.clone();
+        config.pod.cold_start_seconds = *cold;
+        let (results, _) = run_matrix(&config, scenarios, policies, args.seeds, jobs, None)?;
+        rows.extend(report::summarize(&results).into_iter().map(|s| (*cold, s)));
+    }
+    println!(
+        "cold-start sweep: {} cold starts × {} scenarios × {} policies × {} seeds in {:.1} s; per policy the mean SLO attainment over the scenarios ({}) and the replica-hours summed over them.\n",
+        args.cold_start_seconds.len(),
+        scenarios.len(),
+        policies.len(),
+        args.seeds,
+        started.elapsed().as_secs_f64(),
+        scenarios
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+    );
+    let table = sweep::sweep_table(&rows);
+    print!("{}", sweep::text(&table));
+    let written = [
+        write(&args.out, "sweep.csv", &sweep::csv(&rows))?,
+        write(&args.out, "sweep.md", &sweep::markdown(&table))?,
+    ];
     println!();
     for path in written {
         println!("wrote {}", path.display());

@@ -1,95 +1,49 @@
-//! Traffic: when requests arrive and how much work each one is.
+//! Traffic: the scenarios, and the requests each one sends for a seed.
 //!
-//! A [`Scenario`] is a rate curve `λ(t)` (requests/s) over a duration. The
-//! built-in shapes are the project's five scenarios (step, ramp, diurnal,
-//! bursty two-state MMPP, spike); a CSV trace (`t_seconds,rate_per_second`)
-//! gives any other. Arrivals are a non-homogeneous Poisson process drawn by
-//! thinning (candidates at the peak rate, each kept with probability
-//! `λ(t)/λ_max`), which is exact for any curve. Each request's size (prefill
-//! and decode work, lognormal) is drawn with it, from the same seeded
-//! stream, so every policy sees the same requests for a given seed.
+//! A rate-curve scenario (built-in shapes, a rate CSV) is a non-homogeneous Poisson process
+//! drawn by thinning (candidates at the peak rate, each kept with probability `λ(t)/λ_max`),
+//! exact for any curve; each request's token counts are drawn with it from the scenario's
+//! [`TokenMix`], from the same seeded stream, so every policy sees the same requests for a
+//! seed. A request-level trace (Mooncake JSONL, Azure CSV) replays its own requests, each
+//! `--rate-scale` times ([`super::trace::replicate`], whose extra copies depend on the seed).
+//!
+//! Every run starts warm: [`Scenario::warmup`] gives the requests of the `warmup` seconds
+//! before `t = 0`, a steady load at `λ(0)` with the mix of `t = 0`, so the fleet a run starts
+//! with is in the steady state of its first load, not empty (see run.rs).
+
+use std::sync::Arc;
 
 use super::rng::Rng;
+use super::trace::{TraceRequest, replicate};
+use super::workload::{Request, TokenMix};
 
-/// Sizes of requests: lognormal prefill and decode work, in seconds of a
-/// pod's time at batch size 1 (a fuller batch stretches them, see
-/// [`super::fleet::PodModel`]).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RequestSizes {
-    /// Median prefill work, seconds (prompt processing up to the first token).
-    pub prefill_median_seconds: f64,
-    /// Shape of the prefill lognormal (sigma of the log).
-    pub prefill_sigma: f64,
-    /// Median decode work, seconds (the remaining output tokens).
-    pub decode_median_seconds: f64,
-    /// Shape of the decode lognormal (sigma of the log).
-    pub decode_sigma: f64,
-}
-
-impl Default for RequestSizes {
-    /// A chat-like mix: ~0.15 s prefill, ~6 s decode at batch 1 (a few
-    /// hundred output tokens), with a long tail.
-    fn default() -> RequestSizes {
-        RequestSizes {
-            prefill_median_seconds: 0.15,
-            prefill_sigma: 0.5,
-            decode_median_seconds: 6.0,
-            decode_sigma: 0.6,
-        }
-    }
-}
-
-impl RequestSizes {
-    /// Mean total work of one request (prefill + decode) at batch size 1.
-    pub fn mean_work_seconds(&self) -> f64 {
-        let mean = |median: f64, sigma: f64| median * (sigma * sigma / 2.0).exp();
-        mean(self.prefill_median_seconds, self.prefill_sigma)
-            + mean(self.decode_median_seconds, self.decode_sigma)
-    }
-
-    fn draw(&self, rng: &mut Rng, arrival: f64) -> Request {
-        Request {
-            arrival,
-            prefill: rng.lognormal(self.prefill_median_seconds, self.prefill_sigma),
-            decode: rng.lognormal(self.decode_median_seconds, self.decode_sigma),
-        }
-    }
-}
-
-/// One request.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Request {
-    /// Arrival time, seconds from the start of the run.
-    pub arrival: f64,
-    /// Prefill work, seconds at batch 1: its first token comes after this.
-    pub prefill: f64,
-    /// Decode work after the first token, seconds at batch 1.
-    pub decode: f64,
-}
-
-/// The built-in traffic shapes.
+/// The built-in traffic shapes. Rates are for the calibrated pod (μ ≈ 7.6 req/s of the chat
+/// mix): a peak needs 13–17 pods at a full batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Builtin {
-    /// 4 req/s, a step to 20 at 1/9 of the run, back to 4 at 2/3 (default 90 min).
+    /// 20 req/s, a step to 100 at 1/9 of the run, back to 20 at 2/3 (default 90 min).
     Step,
-    /// 2 → 22 req/s linearly over 10–50 % of the run, held to 65 %, down to 2 by 90 % (120 min).
+    /// 10 → 110 req/s linearly over 10–50 % of the run, held to 65 %, down by 90 % (120 min).
     Ramp,
-    /// One compressed day: `3 + 17·(1 − cos 2πt/D)/2` req/s (180 min).
+    /// One compressed day: `15 + 85·(1 − cos 2πt/D)/2` req/s (180 min).
     Diurnal,
-    /// Two-state MMPP: 6 and 20 req/s, mean sojourns 8 and 2 min (120 min).
+    /// Two-state MMPP: 30 and 100 req/s, mean sojourns 8 and 2 min (120 min).
     Bursty,
-    /// 5 req/s with a 5-minute spike to 25 at 1/3 of the run (90 min).
+    /// 25 req/s with a 5-minute spike to 125 at 1/3 of the run (90 min).
     Spike,
+    /// A steady 60 req/s whose answers get twice as long halfway (the mix drifts; 120 min).
+    Drift,
 }
 
 impl Builtin {
-    /// Every built-in scenario, in report order.
-    pub const ALL: [Builtin; 5] = [
+    /// Every built-in shape, in report order.
+    pub const ALL: [Builtin; 6] = [
         Builtin::Step,
         Builtin::Ramp,
         Builtin::Diurnal,
         Builtin::Bursty,
         Builtin::Spike,
+        Builtin::Drift,
     ];
 
     /// Its name on the command line and in reports.
@@ -100,6 +54,7 @@ impl Builtin {
             Builtin::Diurnal => "diurnal",
             Builtin::Bursty => "bursty",
             Builtin::Spike => "spike",
+            Builtin::Drift => "drift",
         }
     }
 
@@ -107,21 +62,27 @@ impl Builtin {
     pub fn default_duration_seconds(self) -> f64 {
         60.0 * match self {
             Builtin::Step | Builtin::Spike => 90.0,
-            Builtin::Ramp | Builtin::Bursty => 120.0,
+            Builtin::Ramp | Builtin::Bursty | Builtin::Drift => 120.0,
             Builtin::Diurnal => 180.0,
         }
     }
 }
 
-/// A rate curve.
+/// Where a scenario's requests come from.
 #[derive(Debug, Clone, PartialEq)]
 enum Shape {
     Builtin(Builtin),
     /// `(t_seconds, rate)` points, interpolated linearly.
-    Trace(Vec<(f64, f64)>),
+    Rates(Vec<(f64, f64)>),
+    /// A request-level trace, replayed `rate_scale` times.
+    Requests {
+        requests: Arc<Vec<TraceRequest>>,
+        rate_scale: f64,
+        resolution_seconds: f64,
+    },
 }
 
-/// A traffic scenario: a named rate curve over a duration.
+/// A traffic scenario.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scenario {
     /// Name in reports and file names.
@@ -129,65 +90,39 @@ pub struct Scenario {
     /// Length of the run, seconds.
     pub duration_seconds: f64,
     shape: Shape,
+    mix: TokenMix,
 }
 
 // Bursty's two states and mean sojourns at the default duration.
-const BURSTY_LOW: f64 = 6.0;
-const BURSTY_HIGH: f64 = 20.0;
+const BURSTY_LOW: f64 = 30.0;
+const BURSTY_HIGH: f64 = 100.0;
 const BURSTY_MEAN_LOW_SECONDS: f64 = 480.0;
 const BURSTY_MEAN_HIGH_SECONDS: f64 = 120.0;
+/// The drift scenario's rate, and the factor its outputs grow by halfway.
+const DRIFT_RATE: f64 = 60.0;
+const DRIFT_OUTPUT_FACTOR: f64 = 2.0;
 
 impl Scenario {
-    /// A built-in scenario; `duration_seconds` rescales its time axis
+    /// A built-in scenario with the chat mix; `duration_seconds` rescales its time axis
     /// (default: [`Builtin::default_duration_seconds`]).
     pub fn builtin(kind: Builtin, duration_seconds: Option<f64>) -> Scenario {
         Scenario {
             name: kind.name().to_owned(),
             duration_seconds: duration_seconds.unwrap_or(kind.default_duration_seconds()),
             shape: Shape::Builtin(kind),
+            mix: TokenMix::CHAT,
         }
     }
 
-    /// A scenario from a CSV trace: rows `t_seconds,rate_per_second`
-    /// (a header line, blank lines and `#` comments are skipped), times
-    /// non-decreasing, rates ≥ 0, interpolated linearly between rows. The
-    /// run ends at the last row's time unless `duration_seconds` is given.
-    pub fn from_trace_csv(
+    /// A rate-curve scenario from `(t_seconds, rate)` points (non-decreasing times, rates
+    /// ≥ 0, as [`super::trace::parse_trace`] checks them); it ends at the last point unless
+    /// `duration_seconds` is given.
+    pub fn from_rates(
         name: &str,
-        text: &str,
+        points: Vec<(f64, f64)>,
+        mix: TokenMix,
         duration_seconds: Option<f64>,
     ) -> Result<Scenario, String> {
-        let mut points: Vec<(f64, f64)> = Vec::new();
-        for (index, line) in text.lines().enumerate() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            let fields: Vec<&str> = line.split(',').map(str::trim).collect();
-            let parsed = match fields.as_slice() {
-                [t, rate] => t.parse::<f64>().ok().zip(rate.parse::<f64>().ok()),
-                _ => None,
-            };
-            let Some((t, rate)) = parsed else {
-                if points.is_empty() && index == 0 {
-                    continue; // header
-                }
-                return Err(format!(
-                    "trace line {}: `{line}` is not `t_seconds,rate_per_second`",
-                    index + 1
-                ));
-            };
-            if !t.is_finite() || t < 0.0 || !rate.is_finite() || rate < 0.0 {
-                return Err(format!(
-                    "trace line {}: time and rate must be finite and ≥ 0, got `{line}`",
-                    index + 1
-                ));
-            }
-            if points.last().is_some_and(|(last, _)| t < *last) {
-                return Err(format!("trace line {}: time {t} goes backwards", index + 1));
-            }
-            points.push((t, rate));
-        }
         let end = points.last().map_or(0.0, |(t, _)| *t);
         let duration = duration_seconds.unwrap_or(end);
         if points.is_empty() || duration <= 0.0 {
@@ -196,24 +131,71 @@ impl Scenario {
         Ok(Scenario {
             name: name.to_owned(),
             duration_seconds: duration,
-            shape: Shape::Trace(points),
+            shape: Shape::Rates(points),
+            mix,
         })
     }
 
-    /// `λ(t)` for the deterministic shapes; bursty answers its mean (its
-    /// state is random, see [`Arrivals`]).
+    /// A request-level scenario: `requests` (sorted by arrival) replayed `rate_scale` times;
+    /// it ends one second after the last arrival unless `duration_seconds` is given.
+    pub fn from_requests(
+        name: &str,
+        requests: Vec<TraceRequest>,
+        rate_scale: f64,
+        resolution_seconds: f64,
+        duration_seconds: Option<f64>,
+    ) -> Result<Scenario, String> {
+        if !(rate_scale.is_finite() && rate_scale > 0.0) {
+            return Err(format!("--rate-scale must be > 0, got {rate_scale}"));
+        }
+        let end = requests
+            .last()
+            .map_or(0.0, |r| r.arrival_seconds.ceil() + 1.0);
+        let duration = duration_seconds.unwrap_or(end);
+        if requests.is_empty() || duration <= 0.0 {
+            return Err("the trace needs at least one request and a duration > 0 s".to_owned());
+        }
+        Ok(Scenario {
+            name: name.to_owned(),
+            duration_seconds: duration,
+            shape: Shape::Requests {
+                requests: Arc::new(requests),
+                rate_scale,
+                resolution_seconds,
+            },
+            mix: TokenMix::CHAT,
+        })
+    }
+
+    /// True for a request-level trace.
+    pub fn is_request_level(&self) -> bool {
+        matches!(self.shape, Shape::Requests { .. })
+    }
+
+    /// The mix drawn at `t` (a request-level trace brings its own lengths).
+    pub fn mix_at(&self, t: f64) -> TokenMix {
+        match self.shape {
+            Shape::Builtin(Builtin::Drift) if t >= self.duration_seconds / 2.0 => {
+                self.mix.with_output_scaled(DRIFT_OUTPUT_FACTOR)
+            }
+            _ => self.mix,
+        }
+    }
+
+    /// `λ(t)` of the rate curves; bursty answers its mean (its state is random, see
+    /// [`Arrivals`]); a trace answers its mean rate over the minute from `t`.
     fn deterministic_rate(&self, t: f64) -> f64 {
         let x = t / self.duration_seconds;
         match &self.shape {
             Shape::Builtin(Builtin::Step) => {
                 if (1.0 / 9.0..2.0 / 3.0).contains(&x) {
-                    20.0
+                    100.0
                 } else {
-                    4.0
+                    20.0
                 }
             }
             Shape::Builtin(Builtin::Ramp) => {
-                let (low, high) = (2.0, 22.0);
+                let (low, high) = (10.0, 110.0);
                 if x < 0.1 {
                     low
                 } else if x < 0.5 {
@@ -227,7 +209,7 @@ impl Scenario {
                 }
             }
             Shape::Builtin(Builtin::Diurnal) => {
-                3.0 + 17.0 * (1.0 - (std::f64::consts::TAU * x).cos()) / 2.0
+                15.0 + 85.0 * (1.0 - (std::f64::consts::TAU * x).cos()) / 2.0
             }
             Shape::Builtin(Builtin::Bursty) => {
                 let (l, h) = (BURSTY_MEAN_LOW_SECONDS, BURSTY_MEAN_HIGH_SECONDS);
@@ -236,28 +218,54 @@ impl Scenario {
             Shape::Builtin(Builtin::Spike) => {
                 let start = 1.0 / 3.0;
                 if (start..start + 5.0 / 90.0).contains(&x) {
-                    25.0
+                    125.0
                 } else {
-                    5.0
+                    25.0
                 }
             }
-            Shape::Trace(points) => interpolate(points, t),
+            Shape::Builtin(Builtin::Drift) => DRIFT_RATE,
+            Shape::Rates(points) => interpolate(points, t),
+            Shape::Requests {
+                requests,
+                rate_scale,
+                ..
+            } => {
+                let from = requests.partition_point(|r| r.arrival_seconds < t);
+                let to = requests.partition_point(|r| r.arrival_seconds < t + 60.0);
+                (to - from) as f64 / 60.0 * rate_scale
+            }
         }
     }
 
-    /// The highest rate the curve reaches (what a fixed fleet is sized for).
+    /// The highest rate the curve reaches (what a fixed fleet is sized for); for a trace,
+    /// its busiest minute.
     pub fn peak_rate(&self) -> f64 {
         match &self.shape {
-            Shape::Builtin(Builtin::Step) => 20.0,
-            Shape::Builtin(Builtin::Ramp) => 22.0,
-            Shape::Builtin(Builtin::Diurnal) => 20.0,
+            Shape::Builtin(Builtin::Step) => 100.0,
+            Shape::Builtin(Builtin::Ramp) => 110.0,
+            Shape::Builtin(Builtin::Diurnal) => 100.0,
             Shape::Builtin(Builtin::Bursty) => BURSTY_HIGH,
-            Shape::Builtin(Builtin::Spike) => 25.0,
-            Shape::Trace(points) => points.iter().map(|(_, r)| *r).fold(0.0, f64::max),
+            Shape::Builtin(Builtin::Spike) => 125.0,
+            Shape::Builtin(Builtin::Drift) => DRIFT_RATE,
+            Shape::Rates(points) => points.iter().map(|(_, r)| *r).fold(0.0, f64::max),
+            Shape::Requests {
+                requests,
+                rate_scale,
+                ..
+            } => {
+                let mut per_minute = vec![0u32; (self.duration_seconds / 60.0).ceil() as usize + 1];
+                for r in requests.iter() {
+                    let m = (r.arrival_seconds.max(0.0) / 60.0) as usize;
+                    if let Some(count) = per_minute.get_mut(m) {
+                        *count += 1;
+                    }
+                }
+                f64::from(per_minute.into_iter().max().unwrap_or(0)) / 60.0 * rate_scale
+            }
         }
     }
 
-    /// The rate at the start (what the fleet is warmed for at `t = 0`).
+    /// The rate at the start: what the fleet is warmed up for.
     pub fn initial_rate(&self) -> f64 {
         match &self.shape {
             Shape::Builtin(Builtin::Bursty) => BURSTY_LOW,
@@ -265,25 +273,79 @@ impl Scenario {
         }
     }
 
-    /// The arrivals of this scenario for `seed`.
-    pub fn arrivals(&self, seed: u64, sizes: RequestSizes) -> Arrivals {
-        let bursty = matches!(self.shape, Shape::Builtin(Builtin::Bursty));
-        let scale = self.duration_seconds / Builtin::Bursty.default_duration_seconds();
-        let mut switching = Rng::new(seed, 2);
-        let mmpp = bursty.then(|| Mmpp {
-            high: false,
-            until: switching.exponential(1.0 / (BURSTY_MEAN_LOW_SECONDS * scale)),
-            mean_low: BURSTY_MEAN_LOW_SECONDS * scale,
-            mean_high: BURSTY_MEAN_HIGH_SECONDS * scale,
-            rng: switching,
-        });
-        Arrivals {
+    /// The requests of this scenario for `seed`, in arrival order.
+    pub fn arrivals(&self, seed: u64) -> Result<Arrivals, String> {
+        let source = match &self.shape {
+            Shape::Requests {
+                requests,
+                rate_scale,
+                resolution_seconds,
+            } => {
+                let copies = replicate(requests, *rate_scale, *resolution_seconds, seed)
+                    .map_err(|e| e.to_string())?;
+                Source::Replay(copies.into_iter())
+            }
+            _ => {
+                let bursty = matches!(self.shape, Shape::Builtin(Builtin::Bursty));
+                let scale = self.duration_seconds / Builtin::Bursty.default_duration_seconds();
+                let mut switching = Rng::new(seed, 2);
+                let mmpp = bursty.then(|| Mmpp {
+                    high: false,
+                    until: switching.exponential(1.0 / (BURSTY_MEAN_LOW_SECONDS * scale)),
+                    mean_low: BURSTY_MEAN_LOW_SECONDS * scale,
+                    mean_high: BURSTY_MEAN_HIGH_SECONDS * scale,
+                    rng: switching,
+                });
+                Source::Curve {
+                    rng: Rng::new(seed, 1),
+                    peak: self.peak_rate(),
+                    t: 0.0,
+                    mmpp,
+                }
+            }
+        };
+        Ok(Arrivals {
             scenario: self.clone(),
-            rng: Rng::new(seed, 1),
-            sizes,
-            peak: self.peak_rate(),
-            t: 0.0,
-            mmpp,
+            source,
+        })
+    }
+
+    /// The requests of the `seconds` before `t = 0` (negative arrival times): Poisson at
+    /// [`Scenario::initial_rate`], lengths from the mix at `t = 0` — for a trace, its first
+    /// minute's requests in turn.
+    pub fn warmup(&self, seed: u64, seconds: f64) -> Vec<Request> {
+        let rate = self.initial_rate();
+        if rate <= 0.0 || seconds <= 0.0 {
+            return Vec::new();
+        }
+        let mut rng = Rng::new(seed, 3);
+        let first_minute: Vec<TraceRequest> = match &self.shape {
+            Shape::Requests { requests, .. } => requests
+                .iter()
+                .take_while(|r| r.arrival_seconds < 60.0)
+                .copied()
+                .collect(),
+            _ => Vec::new(),
+        };
+        let mix = self.mix_at(0.0);
+        let mut out = Vec::new();
+        let mut t = -seconds;
+        loop {
+            t += rng.exponential(rate);
+            if t >= 0.0 {
+                return out;
+            }
+            let request = if first_minute.is_empty() {
+                mix.draw(&mut rng, t)
+            } else {
+                let r = first_minute[out.len() % first_minute.len()];
+                Request {
+                    arrival: t,
+                    input_tokens: r.input_tokens,
+                    output_tokens: r.output_tokens,
+                }
+            };
+            out.push(request);
         }
     }
 }
@@ -314,23 +376,29 @@ struct Mmpp {
     rng: Rng,
 }
 
+#[derive(Debug, Clone)]
+enum Source {
+    Curve {
+        rng: Rng,
+        peak: f64,
+        t: f64,
+        mmpp: Option<Mmpp>,
+    },
+    Replay(std::vec::IntoIter<TraceRequest>),
+}
+
 /// The requests of one scenario and seed, in arrival order.
 #[derive(Debug, Clone)]
 pub struct Arrivals {
     scenario: Scenario,
-    rng: Rng,
-    sizes: RequestSizes,
-    peak: f64,
-    t: f64,
-    mmpp: Option<Mmpp>,
+    source: Source,
 }
 
 impl Arrivals {
-    /// `λ(t)`; for bursty, advances the hidden state to `t` (call with
-    /// non-decreasing `t`).
+    /// `λ(t)`; for bursty, advances the hidden state to `t` (call with non-decreasing `t`).
     pub fn rate_at(&mut self, t: f64) -> f64 {
-        match &mut self.mmpp {
-            Some(m) => {
+        match &mut self.source {
+            Source::Curve { mmpp: Some(m), .. } => {
                 while t >= m.until {
                     m.high = !m.high;
                     let mean = if m.high { m.mean_high } else { m.mean_low };
@@ -338,7 +406,7 @@ impl Arrivals {
                 }
                 if m.high { BURSTY_HIGH } else { BURSTY_LOW }
             }
-            None => self.scenario.deterministic_rate(t),
+            _ => self.scenario.deterministic_rate(t),
         }
     }
 }
@@ -347,98 +415,39 @@ impl Iterator for Arrivals {
     type Item = Request;
 
     fn next(&mut self) -> Option<Request> {
-        if self.peak <= 0.0 {
-            return None;
-        }
-        loop {
-            self.t += self.rng.exponential(self.peak);
-            if self.t >= self.scenario.duration_seconds {
-                return None;
+        let duration = self.scenario.duration_seconds;
+        match &mut self.source {
+            Source::Replay(requests) => {
+                let r = requests.next()?;
+                (r.arrival_seconds < duration).then_some(Request {
+                    arrival: r.arrival_seconds,
+                    input_tokens: r.input_tokens,
+                    output_tokens: r.output_tokens,
+                })
             }
-            let t = self.t;
-            let rate = self.rate_at(t);
-            if self.rng.uniform() * self.peak < rate {
-                return Some(self.sizes.draw(&mut self.rng, t));
-            }
+            Source::Curve { peak, .. } if *peak <= 0.0 => None,
+            Source::Curve { .. } => loop {
+                let (t, u) = match &mut self.source {
+                    Source::Curve { rng, peak, t, .. } => {
+                        *t += rng.exponential(*peak);
+                        (*t, rng.uniform() * *peak)
+                    }
+                    Source::Replay(_) => return None,
+                };
+                if t >= duration {
+                    return None;
+                }
+                let rate = self.rate_at(t);
+                if u < rate {
+                    let mix = self.scenario.mix_at(t);
+                    if let Source::Curve { rng, .. } = &mut self.source {
+                        return Some(mix.draw(rng, t));
+                    }
+                }
+            },
         }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn count(scenario: &Scenario, seed: u64, from: f64, to: f64) -> usize {
-        scenario
-            .arrivals(seed, RequestSizes::default())
-            .filter(|r| r.arrival >= from && r.arrival < to)
-            .count()
-    }
-
-    #[test]
-    fn step_rates_match_the_curve() {
-        let s = Scenario::builtin(Builtin::Step, None);
-        // 4 req/s for the first 10 min, 20 req/s from 10 to 60 min.
-        let before = count(&s, 1, 0.0, 600.0) as f64 / 600.0;
-        let during = count(&s, 1, 900.0, 3000.0) as f64 / 2100.0;
-        assert!((before - 4.0).abs() < 0.3, "{before}");
-        assert!((during - 20.0).abs() < 0.5, "{during}");
-    }
-
-    #[test]
-    fn same_seed_same_requests() {
-        let s = Scenario::builtin(Builtin::Bursty, Some(1200.0));
-        let a: Vec<Request> = s.arrivals(3, RequestSizes::default()).collect();
-        let b: Vec<Request> = s.arrivals(3, RequestSizes::default()).collect();
-        let c: Vec<Request> = s.arrivals(4, RequestSizes::default()).collect();
-        assert_eq!(a, b);
-        assert_ne!(a, c);
-        assert!(a.windows(2).all(|w| w[0].arrival <= w[1].arrival));
-    }
-
-    #[test]
-    fn bursty_spends_about_a_fifth_of_the_time_high() {
-        let s = Scenario::builtin(Builtin::Bursty, Some(200_000.0));
-        let mut arrivals = s.arrivals(9, RequestSizes::default());
-        let high = (0..200_000)
-            .filter(|t| arrivals.rate_at(f64::from(*t)) == BURSTY_HIGH)
-            .count() as f64;
-        let share = high / 200_000.0;
-        assert!((share - 0.2).abs() < 0.05, "{share}");
-    }
-
-    #[test]
-    fn trace_csv_parses_and_interpolates() {
-        let s = Scenario::from_trace_csv(
-            "t",
-            "t_seconds,rate_per_second\n0,2\n# comment\n\n100,12\n200,12\n",
-            None,
-        )
-        .expect("valid");
-        assert_eq!(s.duration_seconds, 200.0);
-        assert_eq!(s.deterministic_rate(50.0), 7.0);
-        assert_eq!(s.peak_rate(), 12.0);
-        assert_eq!(s.initial_rate(), 2.0);
-        for bad in ["0,1\n1,x\n", "10,1\n5,1\n", "0,-1\n1,1\n", ""] {
-            assert!(Scenario::from_trace_csv("t", bad, None).is_err(), "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn mean_work_is_the_lognormal_means() {
-        let sizes = RequestSizes::default();
-        let mut rng = Rng::new(5, 5);
-        let n = 100_000;
-        let total: f64 = (0..n)
-            .map(|_| {
-                let r = sizes.draw(&mut rng, 0.0);
-                r.prefill + r.decode
-            })
-            .sum();
-        let mean = total / f64::from(n);
-        assert!(
-            (mean - sizes.mean_work_seconds()).abs() / mean < 0.02,
-            "{mean}"
-        );
-    }
-}
+mod tests;

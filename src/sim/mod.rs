@@ -9,21 +9,33 @@
 //! | module | job |
 //! |---|---|
 //! | [`rng`] | seeded PCG32 + Box–Muller: deterministic per seed |
-//! | [`arrivals`] | traffic scenarios and request sizes (CSV traces too) |
-//! | [`fleet`] | pods: continuous batching, queues, routing, cold start, drain |
+//! | [`workload`] | requests and their token counts; the chat and code mixes |
+//! | [`trace`] | request-level traces (Mooncake JSONL, Azure CSV) and rate CSVs, `--rate-scale` |
+//! | [`arrivals`] | the scenarios, the requests each sends for a seed, the warm-up |
+//! | [`model`] | the pod's calibrated constants and its μ for a mix (decision 0014) |
+//! | [`pod`] | one vLLM engine step by step: queue, KV budget, chunked prefill, its metrics |
+//! | [`fleet`] | the Deployment: routing, cold start, drain |
 //! | [`view`] | what a policy sees: direct scrape or Prometheus with its lag |
 //! | [`hpa`] | the Kubernetes HPA algorithm and KEDA's activation/cooldown |
-//! | [`policies`] | backlog, capacity, seed, production-stack, fixed |
+//! | [`policies`] | default, capacity, backlog, seed, production-stack, fixed |
+//! | [`oracle`] | the clairvoyant lower bound on GPU-hours (decision 0018) |
 //! | [`run`] | one run, and the matrix of runs on threads |
 //! | [`report`] | means over seeds, tables, CSV |
+//! | [`sweep`] | the cold-start sweep's tables |
 //! | [`svg`] | the chart |
 
 pub mod arrivals;
 pub mod fleet;
 pub mod hpa;
+pub mod model;
+pub mod oracle;
+pub mod pod;
 pub mod policies;
 pub mod report;
 pub mod rng;
 pub mod run;
 pub mod svg;
+pub mod sweep;
+pub mod trace;
 pub mod view;
+pub mod workload;

@@ -17,10 +17,10 @@
 //! A Prometheus query with no answer (no requests in the TTFT window) reads
 //! 0, as KEDA's `ignoreNullValues` default does.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::hpa::Target;
-use super::view::PrometheusView;
+use super::view::{PrometheusView, instant_at};
 use crate::decide::freshness::{TriggerMemory, decide_engine};
 use crate::decide::fusion::Decision;
 use crate::source::engine::EngineReading;
@@ -29,36 +29,45 @@ use crate::trigger::TriggerSpec;
 /// A policy under comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum PolicyKind {
+    /// This scaler as a user deploys it without a load test: no `policy` key and no
+    /// `drainRatePerReplica`, so whatever the server does then.
+    Default,
+    /// This scaler, `policy: capacity` with the pod model's true `μ`.
+    Capacity,
     /// This scaler, `policy: backlog` (`B = W + T·R/C`).
     Backlog,
-    /// This scaler, `policy: capacity` (arrival rate with a peak hold).
-    Capacity,
     /// The seed article's three-trigger ScaledObject.
     Seed,
     /// vLLM production-stack's default trigger.
     ProductionStack,
     /// A fixed fleet sized for the peak.
     Fixed,
+    /// The clairvoyant lower bound on GPU-hours ([`super::oracle`]): computed, not simulated.
+    Oracle,
 }
 
 impl PolicyKind {
     /// Every policy, in report order.
-    pub const ALL: [PolicyKind; 5] = [
-        PolicyKind::Backlog,
+    pub const ALL: [PolicyKind; 7] = [
+        PolicyKind::Default,
         PolicyKind::Capacity,
+        PolicyKind::Backlog,
         PolicyKind::Seed,
         PolicyKind::ProductionStack,
         PolicyKind::Fixed,
+        PolicyKind::Oracle,
     ];
 
     /// Its name on the command line and in reports.
     pub fn name(self) -> &'static str {
         match self {
+            PolicyKind::Default => "default",
             PolicyKind::Backlog => "backlog",
             PolicyKind::Capacity => "capacity",
             PolicyKind::Seed => "seed",
             PolicyKind::ProductionStack => "production-stack",
             PolicyKind::Fixed => "fixed",
+            PolicyKind::Oracle => "oracle",
         }
     }
 }
@@ -102,6 +111,9 @@ pub fn scaler_metadata(kind: PolicyKind, settings: &PolicySettings) -> Vec<(Stri
     ];
     if settings.scaler_ttft_guard {
         metadata.push(("ttftSloSeconds", settings.ttft_slo_seconds.to_string()));
+    }
+    if kind == PolicyKind::Backlog {
+        metadata.push(("policy", "backlog".to_owned()));
     }
     if kind == PolicyKind::Capacity {
         metadata.push(("policy", "capacity".to_owned()));
@@ -178,7 +190,7 @@ impl ScalerHook {
 
     /// One poll at simulated time `t`: [`decide_engine`] on `reading`.
     pub fn observe(&mut self, t: f64, reading: EngineReading) -> Result<Decision, String> {
-        let at = self.base + Duration::from_secs_f64(t);
+        let at = instant_at(self.base, t);
         let decision = decide_engine(&self.spec, &reading, at, &mut self.memory);
         match &decision {
             Ok(d) => self.last = Some(*d),
@@ -274,9 +286,13 @@ impl Controller {
         record: bool,
     ) -> Result<Controller, String> {
         Ok(match kind {
-            PolicyKind::Backlog | PolicyKind::Capacity => Controller::Scaler(Box::new(
-                ScalerHook::new(&scaler_metadata(kind, settings), base, record)?,
-            )),
+            PolicyKind::Default | PolicyKind::Backlog | PolicyKind::Capacity => {
+                Controller::Scaler(Box::new(ScalerHook::new(
+                    &scaler_metadata(kind, settings),
+                    base,
+                    record,
+                )?))
+            }
             PolicyKind::Seed => Controller::Prometheus(vec![
                 PromTrigger {
                     query: PromQuery::Waiting,
@@ -299,6 +315,9 @@ impl Controller {
                 target: Target::AverageValue(settings.production_stack_waiting),
             }]),
             PolicyKind::Fixed => Controller::Fixed(fixed_replicas),
+            PolicyKind::Oracle => {
+                return Err("the oracle is computed from the requests, not simulated".to_owned());
+            }
         })
     }
 

@@ -30,6 +30,9 @@ pub struct Summary {
     pub scale_events: f64,
     /// Minutes under-provisioned.
     pub under_provisioned_minutes: f64,
+    /// Replica-hours over the oracle's, both means over the same seeds (the oracle's own
+    /// row: 1).
+    pub replica_hours_vs_oracle: Option<f64>,
 }
 
 /// Means over seeds, per scenario × policy, in first-seen order.
@@ -41,7 +44,8 @@ pub fn summarize(results: &[RunResult]) -> Vec<Summary> {
             keys.push(key);
         }
     }
-    keys.into_iter()
+    let mut summaries: Vec<Summary> = keys
+        .into_iter()
         .map(|(scenario, policy)| {
             let runs: Vec<&RunResult> = results
                 .iter()
@@ -59,11 +63,29 @@ pub fn summarize(results: &[RunResult]) -> Vec<Summary> {
                 peak_replicas: mean(&|r| f64::from(r.peak_replicas)),
                 scale_events: mean(&|r| f64::from(r.scale_events)),
                 under_provisioned_minutes: mean(&|r| f64::from(r.under_provisioned_minutes)),
+                replica_hours_vs_oracle: None,
                 scenario,
                 policy,
             }
         })
-        .collect()
+        .collect();
+    versus_oracle(&mut summaries);
+    summaries
+}
+
+/// Fill `replica_hours_vs_oracle` from each scenario's oracle row.
+fn versus_oracle(summaries: &mut [Summary]) {
+    let oracles: Vec<(String, f64)> = summaries
+        .iter()
+        .filter(|s| s.policy == PolicyKind::Oracle)
+        .map(|s| (s.scenario.clone(), s.replica_hours))
+        .collect();
+    for s in summaries.iter_mut() {
+        s.replica_hours_vs_oracle = oracles
+            .iter()
+            .find(|(scenario, hours)| *scenario == s.scenario && *hours > 0.0)
+            .map(|(_, hours)| s.replica_hours / hours);
+    }
 }
 
 /// Replica-hours relative to the seed ScaledObject's in the same scenario.
@@ -86,7 +108,7 @@ fn percent_change(v: Option<f64>) -> String {
     v.map_or_else(|| "-".to_owned(), |p| format!("{p:+.1}%"))
 }
 
-const COLUMNS: [&str; 11] = [
+const COLUMNS: [&str; 12] = [
     "scenario",
     "policy",
     "SLO met",
@@ -94,24 +116,34 @@ const COLUMNS: [&str; 11] = [
     "p95 s",
     "p99 s",
     "replica-h",
+    "vs oracle",
     "vs seed",
     "peak",
     "scale events",
     "under-prov. min",
 ];
 
-fn rows(summaries: &[Summary]) -> Vec<[String; 11]> {
+fn rows(summaries: &[Summary]) -> Vec<[String; 12]> {
     summaries
         .iter()
         .map(|s| {
+            // The oracle is a bound on GPU-hours: it serves no requests of its own.
+            let bound = s.policy == PolicyKind::Oracle;
+            let latency = |v: f64| if bound { "-".to_owned() } else { seconds(v) };
             [
                 s.scenario.clone(),
                 s.policy.name().to_owned(),
-                format!("{:.2}%", 100.0 * s.slo_attainment),
-                seconds(s.ttft_p50),
-                seconds(s.ttft_p95),
-                seconds(s.ttft_p99),
+                if bound {
+                    "-".to_owned()
+                } else {
+                    format!("{:.2}%", 100.0 * s.slo_attainment)
+                },
+                latency(s.ttft_p50),
+                latency(s.ttft_p95),
+                latency(s.ttft_p99),
                 format!("{:.2}", s.replica_hours),
+                s.replica_hours_vs_oracle
+                    .map_or_else(|| "-".to_owned(), |x| format!("{x:.2}×")),
                 percent_change(versus_seed(summaries, s)),
                 format!("{:.1}", s.peak_replicas),
                 format!("{:.1}", s.scale_events),
@@ -167,19 +199,28 @@ pub fn markdown_table(summaries: &[Summary]) -> String {
 pub fn runs_csv(results: &[RunResult]) -> String {
     let mut out = String::from(
         "scenario,policy,seed,requests,slo_attainment,ttft_p50_s,ttft_p95_s,ttft_p99_s,replica_hours,peak_replicas,scale_events,under_provisioned_minutes,scaler_errors\n",
+        // The oracle's rows leave the latency fields empty: it is a bound, not a fleet.
     );
     for r in results {
+        let bound = r.policy == PolicyKind::Oracle;
+        let field = |v: f64, digits: usize| {
+            if bound {
+                String::new()
+            } else {
+                format!("{v:.digits$}")
+            }
+        };
         let _ = writeln!(
             out,
-            "{},{},{},{},{:.6},{:.4},{:.4},{:.4},{:.4},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{:.4},{},{},{},{}",
             r.scenario,
             r.policy.name(),
             r.seed,
             r.requests,
-            r.slo_attainment,
-            r.ttft_p50,
-            r.ttft_p95,
-            r.ttft_p99,
+            field(r.slo_attainment, 6),
+            field(r.ttft_p50, 4),
+            field(r.ttft_p95, 4),
+            field(r.ttft_p99, 4),
             r.replica_hours,
             r.peak_replicas,
             r.scale_events,
@@ -193,24 +234,34 @@ pub fn runs_csv(results: &[RunResult]) -> String {
 /// One CSV row per scenario × policy (means over seeds).
 pub fn summary_csv(summaries: &[Summary]) -> String {
     let mut out = String::from(
-        "scenario,policy,seeds,slo_attainment,ttft_p50_s,ttft_p95_s,ttft_p99_s,replica_hours,replica_hours_vs_seed_percent,peak_replicas,scale_events,under_provisioned_minutes\n",
+        "scenario,policy,seeds,slo_attainment,ttft_p50_s,ttft_p95_s,ttft_p99_s,replica_hours,replica_hours_vs_seed_percent,peak_replicas,scale_events,under_provisioned_minutes,replica_hours_vs_oracle\n",
     );
     for s in summaries {
+        let bound = s.policy == PolicyKind::Oracle;
+        let field = |v: f64, digits: usize| {
+            if bound {
+                String::new()
+            } else {
+                format!("{v:.digits$}")
+            }
+        };
         let _ = writeln!(
             out,
-            "{},{},{},{:.6},{:.4},{:.4},{:.4},{:.4},{},{:.2},{:.2},{:.2}",
+            "{},{},{},{},{},{},{},{:.4},{},{:.2},{:.2},{:.2},{}",
             s.scenario,
             s.policy.name(),
             s.seeds,
-            s.slo_attainment,
-            s.ttft_p50,
-            s.ttft_p95,
-            s.ttft_p99,
+            field(s.slo_attainment, 6),
+            field(s.ttft_p50, 4),
+            field(s.ttft_p95, 4),
+            field(s.ttft_p99, 4),
             s.replica_hours,
             versus_seed(summaries, s).map_or_else(String::new, |p| format!("{p:.2}")),
             s.peak_replicas,
             s.scale_events,
-            s.under_provisioned_minutes
+            s.under_provisioned_minutes,
+            s.replica_hours_vs_oracle
+                .map_or_else(String::new, |x| format!("{x:.4}")),
         );
     }
     out
@@ -274,17 +325,29 @@ mod tests {
             result(PolicyKind::Seed, 1, 0.8, 12.0),
             result(PolicyKind::Capacity, 0, 1.0, 8.0),
             result(PolicyKind::Capacity, 1, 0.9, 8.5),
+            result(PolicyKind::Oracle, 0, f64::NAN, 4.0),
+            result(PolicyKind::Oracle, 1, f64::NAN, 4.25),
         ];
         let summaries = summarize(&results);
-        assert_eq!(summaries.len(), 2);
+        assert_eq!(summaries.len(), 3);
+        assert_eq!(summaries[1].replica_hours_vs_oracle, Some(2.0));
+        assert_eq!(summaries[2].replica_hours_vs_oracle, Some(1.0));
         assert!((summaries[0].slo_attainment - 0.85).abs() < 1e-12);
         assert_eq!(summaries[1].replica_hours, 8.25);
         assert_eq!(versus_seed(&summaries, &summaries[1]), Some(-25.0));
         let table = text_table(&summaries);
         assert!(table.contains("-25.0%") && table.contains("inf"), "{table}");
+        assert!(table.contains("2.00×"), "{table}");
         let md = markdown_table(&summaries);
-        assert_eq!(md.lines().count(), 4);
-        assert_eq!(runs_csv(&results).lines().count(), 5);
-        assert_eq!(summary_csv(&summaries).lines().count(), 3);
+        assert_eq!(md.lines().count(), 5);
+        assert_eq!(runs_csv(&results).lines().count(), 7);
+        let csv = summary_csv(&summaries);
+        assert_eq!(csv.lines().count(), 4);
+        // The oracle's row has no latency: it is a bound.
+        assert!(
+            csv.lines()
+                .any(|l| l.starts_with("step,oracle,2,,,,,4.1250")),
+            "{csv}"
+        );
     }
 }

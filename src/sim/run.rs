@@ -12,19 +12,25 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use super::arrivals::{RequestSizes, Scenario};
-use super::fleet::{Fleet, PodModel};
+use std::time::Duration;
+
+use super::arrivals::Scenario;
+use super::fleet::Fleet;
 use super::hpa::{Behavior, Hpa, Keda};
+use super::model::{MixMeans, PodModel};
+use super::oracle::{self, MinuteLoad};
 use super::policies::{Controller, PolicyKind, PolicySettings, ScalerCall};
 use super::view::{PrometheusTiming, PrometheusView};
+use super::workload::empirical_means;
 
 /// Everything a run needs besides the scenario, policy and seed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimConfig {
     /// The pods.
     pub pod: PodModel,
-    /// The requests.
-    pub sizes: RequestSizes,
+    /// Seconds of steady load at `λ(0)` simulated before `t = 0`, so a run starts in the
+    /// steady state of its first load (the policies watch it; the replicas are held).
+    pub warmup_seconds: f64,
     /// Prometheus's scrape interval and query delay.
     pub prometheus: PrometheusTiming,
     /// KEDA `minReplicaCount` (0: KEDA's activation and cooldown apply).
@@ -48,20 +54,20 @@ pub struct SimConfig {
 impl Default for SimConfig {
     fn default() -> SimConfig {
         let pod = PodModel::default();
-        let sizes = RequestSizes::default();
         SimConfig {
             policy: PolicySettings {
                 target_backlog_per_replica: 10.0,
                 running_per_replica: pod.max_num_seqs as f64,
                 ttft_slo_seconds: 2.0,
-                drain_rate_per_replica: pod.saturated_throughput(&sizes),
+                // Set per scenario to the pod model's μ for its mix (see `run_one`).
+                drain_rate_per_replica: 0.0,
                 scaler_ttft_guard: true,
                 capacity_extra: Vec::new(),
                 seed_ttft_window_seconds: 60.0,
                 production_stack_waiting: 5.0,
             },
             pod,
-            sizes,
+            warmup_seconds: 600.0,
             prometheus: PrometheusTiming::default(),
             min_replicas: 1,
             max_replicas: 20,
@@ -75,15 +81,32 @@ impl Default for SimConfig {
 }
 
 impl SimConfig {
-    /// `μ`: what one pod finishes per second at a full batch.
-    pub fn saturated_throughput(&self) -> f64 {
-        self.pod.saturated_throughput(&self.sizes)
+    /// `μ`: what one pod finishes per second at a full batch of `scenario`'s mix at `t = 0`
+    /// (a request-level trace: of all its requests) — what a load test before the run would
+    /// measure, and what the `capacity` row is given.
+    pub fn saturated_throughput(&self, scenario: &Scenario) -> f64 {
+        self.pod.saturated_throughput(scenario_means(scenario))
     }
 
-    fn replicas_for(&self, rate: f64) -> i32 {
-        let needed = (rate * (1.0 + self.fixed_headroom) / self.saturated_throughput()).ceil();
+    /// Replicas a rate needs at a full batch with the fixed fleet's headroom.
+    fn replicas_for(&self, rate: f64, mu: f64) -> i32 {
+        let needed = (rate * (1.0 + self.fixed_headroom) / mu).ceil();
         (needed as i32).clamp(self.min_replicas.max(1), self.max_replicas)
     }
+}
+
+/// The mean request of a scenario: its mix at `t = 0`, or a trace's own requests.
+pub fn scenario_means(scenario: &Scenario) -> MixMeans {
+    if scenario.is_request_level() {
+        let requests: Vec<_> = scenario
+            .arrivals(0)
+            .map(|a| a.collect::<Vec<_>>())
+            .unwrap_or_default();
+        if let Some(means) = empirical_means(&requests) {
+            return means;
+        }
+    }
+    scenario.mix_at(0.0).means()
 }
 
 /// What one run measured.
@@ -156,10 +179,15 @@ pub struct Trace {
 }
 
 fn every(t: f64, period: f64, phase: f64) -> bool {
-    period > 0.0 && ((t - phase) / period).fract() == 0.0 && t >= phase
+    period > 0.0 && ((t - phase) / period).fract() == 0.0
 }
 
 /// Simulate `policy` on `scenario` with `seed`; `record` keeps a [`Trace`].
+///
+/// The run starts warm: `warmup_seconds` of steady load at `λ(0)` go through the fleet
+/// first, with the replicas `λ(0)` needs at a full batch with the fixed fleet's headroom
+/// (from the model, not measured). The policies poll during the warm-up, so their memory is
+/// warm too, but nothing scales and nothing before `t = 0` is measured or billed.
 pub fn run_one(
     config: &SimConfig,
     scenario: &Scenario,
@@ -167,16 +195,28 @@ pub fn run_one(
     seed: u64,
     record: bool,
 ) -> Result<(RunResult, Option<Trace>), String> {
-    let base = Instant::now();
-    let mu = config.saturated_throughput();
-    let fixed = config.replicas_for(scenario.peak_rate());
-    let mut controller = Controller::new(policy, &config.policy, fixed, base, record)?;
+    let mu = config.saturated_throughput(scenario);
+    let fixed = config.replicas_for(scenario.peak_rate(), mu);
+    let warm = config.replicas_for(scenario.initial_rate(), mu);
+    if policy == PolicyKind::Oracle {
+        return oracle_run(config, scenario, seed, warm, record);
+    }
+    let warmup = config.warmup_seconds.max(0.0).ceil();
+    // The instant of t = 0, far enough ahead that the warm-up's instants exist.
+    let base = Instant::now() + Duration::from_secs_f64(warmup);
+    let mut settings = config.policy.clone();
+    settings.drain_rate_per_replica = mu;
+    let mut controller = Controller::new(policy, &settings, fixed, base, record)?;
     let initial = match controller {
         Controller::Fixed(n) => n,
-        _ => config.replicas_for(scenario.initial_rate()),
+        _ => warm,
     };
-    let mut fleet = Fleet::new(config.pod, initial as usize, 0.0);
-    let mut arrivals = scenario.arrivals(seed, config.sizes).peekable();
+    let mut fleet = Fleet::new(config.pod, initial as usize, -warmup);
+    let mut arrivals = scenario
+        .warmup(seed, warmup)
+        .into_iter()
+        .chain(scenario.arrivals(seed)?)
+        .peekable();
     let mut hpa = Hpa::new(
         config.min_replicas,
         config.max_replicas,
@@ -193,18 +233,23 @@ pub fn run_one(
 
     let steps = scenario.duration_seconds.ceil() as usize;
     let minutes = steps.div_ceil(60);
-    let mut arrivals_per_minute = vec![0u32; minutes];
+    let mut load = vec![MinuteLoad::default(); minutes];
     let mut ready_seconds = vec![0.0f64; minutes];
     let mut last_arrival = f64::NEG_INFINITY;
     let mut peak = initial;
     let mut scale_events = 0u32;
     let mut series = Vec::new();
 
-    for step in 0..steps {
+    for step in -(warmup as i64)..steps as i64 {
         let t1 = step as f64 + 1.0;
-        ready_seconds[step / 60] += fleet.ready() as f64;
+        let minute = usize::try_from(step).ok().map(|s| s / 60);
+        if let Some(m) = minute {
+            ready_seconds[m] += fleet.ready() as f64;
+        }
         while let Some(request) = arrivals.next_if(|r| r.arrival < t1) {
-            arrivals_per_minute[step / 60] += 1;
+            if let Some(m) = minute {
+                load[m].add(&request);
+            }
             last_arrival = request.arrival;
             fleet.arrive(request);
         }
@@ -220,7 +265,7 @@ pub fn run_one(
             // as KEDA would until fallback.
             let _ = hook.observe(t1, fleet.reading());
         }
-        if !matches!(controller, Controller::Fixed(_)) {
+        if minute.is_some() && !matches!(controller, Controller::Fixed(_)) {
             let current = fleet.replicas() as i32;
             let mut next = current;
             if every(t1, config.keda_polling_seconds, hpa_phase) {
@@ -242,7 +287,7 @@ pub fn run_one(
                 peak = peak.max(next);
             }
         }
-        if record && step % 5 == 4 {
+        if record && step >= 0 && step % 5 == 4 {
             series.push(SeriesPoint {
                 t: t1,
                 replicas: fleet.replicas(),
@@ -264,9 +309,14 @@ pub fn run_one(
     };
     let stats = fleet.finish(end);
 
+    // Pods each minute's arrivals need at a full batch of the minute's own mix.
+    let needed: Vec<f64> = load
+        .iter()
+        .map(|m| m.work_seconds(&config.pod) / 60.0)
+        .collect();
     let full_minutes = steps / 60;
     let under_provisioned_minutes = (0..full_minutes)
-        .filter(|m| ready_seconds[*m] / 60.0 * mu < f64::from(arrivals_per_minute[*m]) / 60.0)
+        .filter(|m| ready_seconds[*m] / 60.0 < needed[*m])
         .count() as u32;
     let mut ttfts: Vec<f32> = stats.ttft.iter().map(|(_, t)| *t).collect();
     ttfts.sort_by(f32::total_cmp);
@@ -302,12 +352,12 @@ pub fn run_one(
         }
         let minutes = per_minute
             .into_iter()
-            .zip(&arrivals_per_minute)
-            .map(|(mut ttfts, arrivals)| {
+            .zip(load.iter().zip(&needed))
+            .map(|(mut ttfts, (load, needed))| {
                 ttfts.sort_by(f32::total_cmp);
                 MinuteStats {
-                    arrivals: *arrivals,
-                    needed_replicas: f64::from(*arrivals) / 60.0 / mu,
+                    arrivals: load.requests,
+                    needed_replicas: *needed,
                     ttft_p95: (!ttfts.is_empty()).then(|| quantile(&ttfts, 0.95)),
                 }
             })
@@ -317,6 +367,71 @@ pub fn run_one(
             minutes,
             scaler_calls,
         }
+    });
+    Ok((result, trace))
+}
+
+/// The oracle's row: GPU-hours of [`oracle::schedule`] for this seed's requests, from the
+/// same warm start as the policies. No latency: the oracle is a bound, not a fleet.
+fn oracle_run(
+    config: &SimConfig,
+    scenario: &Scenario,
+    seed: u64,
+    warm: i32,
+    record: bool,
+) -> Result<(RunResult, Option<Trace>), String> {
+    let steps = scenario.duration_seconds.ceil() as usize;
+    let mut load = vec![MinuteLoad::default(); steps.div_ceil(60)];
+    let mut requests = 0usize;
+    for request in scenario.arrivals(seed)? {
+        if let Some(minute) = load.get_mut((request.arrival / 60.0) as usize) {
+            minute.add(&request);
+            requests += 1;
+        }
+    }
+    let floor = config.min_replicas.max(0) as usize;
+    let needed = oracle::schedule(&load, &config.pod, floor);
+    let hours = oracle::gpu_hours(&needed, warm.max(0) as usize, config.pod.cold_start_seconds);
+    let scale_events = needed.windows(2).filter(|w| w[0] != w[1]).count() as u32;
+    let result = RunResult {
+        scenario: scenario.name.clone(),
+        policy: PolicyKind::Oracle,
+        seed,
+        requests,
+        slo_attainment: f64::NAN,
+        ttft_p50: f64::NAN,
+        ttft_p95: f64::NAN,
+        ttft_p99: f64::NAN,
+        replica_hours: hours,
+        peak_replicas: needed.iter().copied().max().unwrap_or(0) as i32,
+        scale_events,
+        under_provisioned_minutes: 0,
+        scaler_errors: 0,
+    };
+    let trace = record.then(|| Trace {
+        series: needed
+            .iter()
+            .enumerate()
+            .flat_map(|(m, n)| {
+                (1..=12).map(move |i| SeriesPoint {
+                    t: (m * 60 + i * 5) as f64,
+                    replicas: *n,
+                    ready: *n,
+                    waiting: 0,
+                    running: 0,
+                })
+            })
+            .filter(|p| p.t <= steps as f64)
+            .collect(),
+        minutes: load
+            .iter()
+            .map(|m| MinuteStats {
+                arrivals: m.requests,
+                needed_replicas: m.work_seconds(&config.pod) / 60.0,
+                ttft_p95: None,
+            })
+            .collect(),
+        scaler_calls: Vec::new(),
     });
     Ok((result, trace))
 }

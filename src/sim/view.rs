@@ -52,6 +52,17 @@ pub struct PrometheusView {
 
 const RETENTION_SECONDS: f64 = 600.0;
 
+/// The instant of simulated time `t` (negative during the warm-up) when `base` is that of
+/// `t = 0`; the caller picks a `base` at least the warm-up after a real instant.
+pub fn instant_at(base: Instant, t: f64) -> Instant {
+    let offset = Duration::from_secs_f64(t.abs());
+    if t >= 0.0 {
+        base + offset
+    } else {
+        base.checked_sub(offset).unwrap_or(base)
+    }
+}
+
 impl PrometheusView {
     /// An empty store; `base` is the instant of simulated time 0.
     pub fn new(timing: PrometheusTiming, base: Instant) -> PrometheusView {
@@ -114,7 +125,7 @@ impl PrometheusView {
             .visible(t)
             .filter(|(at, _)| *at > end - window_seconds)
             .map(|(at, reading)| TtftSnapshot {
-                at: self.base + Duration::from_secs_f64(*at),
+                at: instant_at(self.base, *at),
                 pods: reading
                     .pods
                     .iter()

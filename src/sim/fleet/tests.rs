@@ -1,55 +1,106 @@
-//! The pod model: batching speed, queues, routing, cold start and drain, event by event.
+//! The pod model step by step: prefill and decode timing, the KV budget, chunked prefill,
+//! routing, cold start and drain.
 
 use super::*;
+use crate::fake::TTFT_BUCKETS;
 
-fn request(arrival: f64, prefill: f64, decode: f64) -> Request {
+fn request(arrival: f64, input_tokens: u32, output_tokens: u32) -> Request {
     Request {
         arrival,
-        prefill,
-        decode,
+        input_tokens,
+        output_tokens,
     }
 }
 
-#[test]
-fn a_lone_request_takes_its_work_at_full_speed() {
-    let mut fleet = Fleet::new(PodModel::default(), 1, 0.0);
-    fleet.arrive(request(1.0, 0.5, 4.0));
-    let stats = fleet.finish(100.0);
-    assert_eq!(stats.ttft, vec![(1.0, 0.5)]);
-    assert_eq!(stats.finished, 1);
-    assert!((stats.sojourn_seconds - 4.5).abs() < 1e-9);
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-6
 }
 
 #[test]
-fn a_full_batch_stretches_and_the_rest_waits() {
+fn a_lone_request_is_one_prefill_step_then_one_decode_step_per_token() {
+    let model = PodModel::default();
+    let mut fleet = Fleet::new(model, 1, 0.0);
+    fleet.arrive(request(1.0, 1000, 100));
+    let stats = fleet.finish(100.0);
+    let ttft = model.step_seconds(0, 1000);
+    assert_eq!(stats.ttft.len(), 1);
+    assert!(close(f64::from(stats.ttft[0].1), ttft), "{:?}", stats.ttft);
+    assert_eq!(stats.finished, 1);
+    let e2e = ttft + 99.0 * model.step_seconds(1, 0);
+    assert!(
+        close(stats.sojourn_seconds, e2e),
+        "{}",
+        stats.sojourn_seconds
+    );
+}
+
+#[test]
+fn a_long_prompt_is_prefilled_in_chunks_beside_the_decodes() {
+    let model = PodModel::default();
+    let mut fleet = Fleet::new(model, 1, 0.0);
+    fleet.arrive(request(0.0, 10, 1000)); // decoding long before the big prompt comes
+    fleet.arrive(request(1.0, 5000, 10));
+    let stats = fleet.finish(100.0);
+    // Budget per step: 2048 − 1 decode = 2047 → chunks 2047, 2047, 906.
+    let (_, big) = stats.ttft[1];
+    let chunks = 2.0 * model.step_seconds(1, 2047) + model.step_seconds(1, 906);
+    // It arrives during a decode step and waits for the step to end (< one step).
+    let wait = f64::from(big) - chunks;
+    assert!(
+        (0.0..=model.step_seconds(1, 0)).contains(&wait),
+        "TTFT {big} vs chunks {chunks}"
+    );
+}
+
+#[test]
+fn a_full_kv_cache_queues_requests_below_max_num_seqs() {
+    let model = PodModel {
+        kv_cache_tokens: 1000,
+        ..PodModel::default()
+    };
+    let mut fleet = Fleet::new(model, 1, 0.0);
+    fleet.arrive(request(0.0, 500, 100));
+    fleet.arrive(request(0.0, 500, 100));
+    fleet.advance_to(0.01);
+    let pod = fleet.reading().pods.remove(0);
+    assert_eq!((pod.running, pod.waiting), (Some(1.0), 1.0));
+    assert!(pod.kv_cache_usage.is_some_and(|u| close(u, 0.6)));
+    let stats = fleet.finish(100.0);
+    assert_eq!(
+        stats.finished, 2,
+        "the second runs once the first frees its blocks"
+    );
+}
+
+#[test]
+fn max_num_seqs_caps_the_batch() {
     let model = PodModel {
         max_num_seqs: 2,
-        batch_stretch: 1.0,
         ..PodModel::default()
     };
     let mut fleet = Fleet::new(model, 1, 0.0);
     for _ in 0..3 {
-        fleet.arrive(request(0.0, 1.0, 1.0));
+        fleet.arrive(request(0.0, 100, 50));
     }
     fleet.advance_to(0.5);
     let pod = fleet.reading().pods.remove(0);
     assert_eq!((pod.running, pod.waiting), (Some(2.0), 1.0));
-    // Two at half speed: first tokens at 2 s, finishes at 4 s; the third
-    // starts alone at 4 s: first token at 5 s.
-    let stats = fleet.finish(100.0);
-    let ttfts: Vec<f32> = stats.ttft.iter().map(|(_, t)| *t).collect();
-    assert_eq!(ttfts, vec![2.0, 2.0, 5.0]);
-    assert_eq!(stats.finished, 3);
 }
 
 #[test]
 fn least_request_routing_spreads_the_load() {
     let mut fleet = Fleet::new(PodModel::default(), 3, 0.0);
     for i in 0..9 {
-        fleet.arrive(request(f64::from(i) * 0.01, 100.0, 100.0));
+        fleet.arrive(request(f64::from(i) * 0.001, 100, 4000));
     }
-    let running: Vec<Option<f64>> = fleet.reading().pods.iter().map(|p| p.running).collect();
-    assert_eq!(running, vec![Some(3.0); 3]);
+    // Each pod holds three: one in its first prefill step, two queued behind the step.
+    let load: Vec<f64> = fleet
+        .reading()
+        .pods
+        .iter()
+        .map(|p| p.running.unwrap_or(0.0) + p.waiting)
+        .collect();
+    assert_eq!(load, vec![3.0; 3]);
 }
 
 #[test]
@@ -61,7 +112,7 @@ fn cold_start_then_ready_and_gateway_drains() {
     let mut fleet = Fleet::new(model, 0, 0.0);
     fleet.scale_to(1, 0.0);
     assert_eq!((fleet.replicas(), fleet.ready()), (1, 0));
-    fleet.arrive(request(10.0, 0.5, 1.0));
+    fleet.arrive(request(10.0, 1000, 10));
     assert_eq!(fleet.waiting(), 1, "held at the gateway");
     assert!(
         fleet.reading().pods.is_empty(),
@@ -72,18 +123,17 @@ fn cold_start_then_ready_and_gateway_drains() {
     fleet.settle(90.0);
     assert_eq!(fleet.ready(), 1);
     let stats = fleet.finish(200.0);
-    assert_eq!(stats.ttft, vec![(10.0, 80.5)]);
-    assert!(
-        (stats.pod_seconds - 200.0).abs() < 1e-9,
-        "warm-up is paid for"
-    );
+    let ttft = 80.0 + model.step_seconds(0, 1000);
+    // f32 keeps about 1e-5 s at 80 s.
+    assert!((f64::from(stats.ttft[0].1) - ttft).abs() < 1e-4, "{:?}", stats.ttft);
+    assert!(close(stats.pod_seconds, 200.0), "warm-up is paid for");
 }
 
 #[test]
 fn scale_down_removes_warming_first_then_drains_the_newest_ready() {
     let mut fleet = Fleet::new(PodModel::default(), 2, 0.0);
-    fleet.arrive(request(0.0, 1.0, 50.0));
-    fleet.arrive(request(0.0, 1.0, 50.0));
+    fleet.arrive(request(0.0, 100, 2000));
+    fleet.arrive(request(0.0, 100, 2000));
     fleet.scale_to(4, 1.0);
     assert_eq!((fleet.replicas(), fleet.pods_alive()), (4, 4));
     fleet.scale_to(1, 2.0);
@@ -102,17 +152,33 @@ fn scale_down_removes_warming_first_then_drains_the_newest_ready() {
 }
 
 #[test]
-fn reading_counters_are_cumulative() {
+fn the_warm_up_loads_the_pods_but_is_not_measured() {
+    let mut fleet = Fleet::new(PodModel::default(), 1, -60.0);
+    fleet.arrive(request(-30.0, 100, 10));
+    fleet.arrive(request(5.0, 100, 10));
+    let stats = fleet.finish(60.0);
+    assert_eq!(stats.ttft.len(), 1);
+    assert_eq!(stats.ttft[0].0, 5.0);
+    assert_eq!(stats.finished, 1);
+    assert!(close(stats.pod_seconds, 60.0), "GPU time from 0 only");
+}
+
+#[test]
+fn metrics_are_vllms_cumulative_counters_and_histograms() {
     let mut fleet = Fleet::new(PodModel::default(), 1, 0.0);
-    fleet.arrive(request(0.0, 0.03, 1.0));
-    fleet.arrive(request(0.0, 3.0, 1.0));
+    fleet.arrive(request(0.0, 300, 20));
+    fleet.arrive(request(0.0, 200, 5));
     fleet.advance_to(100.0);
     let pod = fleet.reading().pods.remove(0);
     assert_eq!(pod.finished_total, Some(2.0));
     let ttft = pod.ttft.expect("histogram");
     assert_eq!(ttft.bounds.len(), TTFT_BUCKETS.len() + 1);
     assert_eq!(ttft.total(), 2.0);
-    // 0.03 s ≤ 0.04; ~3 s (stretched a little) ≤ 5.0.
-    let at = |bound: f64| ttft.counts[ttft.bounds.iter().position(|b| *b == bound).expect("bound")];
-    assert_eq!((at(0.04), at(2.5), at(5.0)), (1.0, 1.0, 2.0));
+    let (_, metrics) = fleet.metrics().next().expect("one ready pod");
+    assert_eq!(metrics.prompt_tokens, 500);
+    assert_eq!(metrics.generation_tokens, 25);
+    assert_eq!(metrics.e2e.count(), 2);
+    assert_eq!(metrics.queue_time.count(), 2);
+    // One ITL observation per token after the first: 19 + 4.
+    assert_eq!(metrics.itl.count(), 23);
 }

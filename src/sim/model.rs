@@ -1,0 +1,159 @@
+//! What one simulated pod is: one vLLM engine serving Llama-3.1-8B-Instruct on one GPU (an A100 40GB), reduced
+//! to the few constants its scheduler's timing depends on.
+//!
+//! A vLLM V1 engine runs *steps*. Each step every running request past its prefill (there are
+//! `k` of them) decodes one token, and the rest of the step's token budget
+//! (`max_num_batched_tokens − k`) goes to chunked prefill of admitted requests, oldest first:
+//!
+//! ```text
+//! step time = a + b·k + c·p        (p = prefill tokens in the step)
+//! ```
+//!
+//! so `ITL(k) = a + b·k` when no prefill shares the step (the form llm-d's WVA fits per variant),
+//! and a prompt of `n` tokens costs `c·n` of step time wherever its chunks land. A request is
+//! admitted (leaves the queue) when fewer than `max_num_seqs` run and its whole context (input +
+//! output tokens) fits in the KV cache beside the others'; so a pod can queue below
+//! `max-num-seqs` when prompts are long. The constants and their sources are in
+//! docs/decisions/0014-pod-model-calibration.md.
+
+/// The timing constants of one pod and its lifecycle.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PodModel {
+    /// `a`: the fixed cost of a step, seconds (weights read once per step).
+    pub step_base_seconds: f64,
+    /// `b`: what each decoding request adds to a step, seconds.
+    pub step_per_decode_seconds: f64,
+    /// `c`: what each prefill token adds to a step, seconds.
+    pub step_per_prefill_token_seconds: f64,
+    /// vLLM `--max-num-batched-tokens`: a step's token budget (decodes take one each).
+    pub max_num_batched_tokens: u32,
+    /// vLLM `--max-num-seqs`: requests running at once.
+    pub max_num_seqs: usize,
+    /// KV-cache capacity in tokens (GPU memory left after weights and activations).
+    pub kv_cache_tokens: u64,
+    /// Seconds from creation to ready (image pull, model load, warm-up).
+    pub cold_start_seconds: f64,
+    /// A draining pod is killed after this long, abandoning what is left.
+    pub drain_grace_seconds: f64,
+}
+
+impl Default for PodModel {
+    /// Llama-3.1-8B-Instruct (bf16) under vLLM 0.23 on one A100 40GB, fitted to the published
+    /// closed-loop sweep in decision 0014: `a` makes one request decode at 75 tokens/s, `b` is
+    /// the KV bytes a decode reads per step at the page's 77 % of memory bandwidth, `c` fits
+    /// the 6.6× throughput at 8 concurrent requests; `max_num_batched_tokens` and
+    /// `max_num_seqs` are vLLM's defaults for that GPU; the KV budget is the GPU's memory at
+    /// `gpu_memory_utilization` 0.9 less the weights and a 2 GiB reserve.
+    fn default() -> PodModel {
+        PodModel {
+            step_base_seconds: 0.012_731,
+            step_per_decode_seconds: 0.000_119_1,
+            step_per_prefill_token_seconds: 0.000_060_56,
+            max_num_batched_tokens: 2048,
+            max_num_seqs: 256,
+            kv_cache_tokens: 152_944,
+            cold_start_seconds: 90.0,
+            drain_grace_seconds: 600.0,
+        }
+    }
+}
+
+/// The mean request of a mix, which is all the pod's throughput depends on.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MixMeans {
+    /// Mean prompt tokens.
+    pub input_tokens: f64,
+    /// Mean generated tokens (the first one included).
+    pub output_tokens: f64,
+}
+
+impl PodModel {
+    /// Seconds of a step with `decodes` decoding requests and `prefill_tokens` of prefill.
+    pub fn step_seconds(&self, decodes: usize, prefill_tokens: u32) -> f64 {
+        self.step_base_seconds
+            + self.step_per_decode_seconds * decodes as f64
+            + self.step_per_prefill_token_seconds * f64::from(prefill_tokens)
+    }
+
+    /// The most requests of this mix that run at once: `max_num_seqs`, or fewer when their
+    /// contexts fill the KV cache first.
+    pub fn full_batch(&self, mix: MixMeans) -> f64 {
+        let context = (mix.input_tokens + mix.output_tokens).max(1.0);
+        (self.max_num_seqs as f64).min(self.kv_cache_tokens as f64 / context)
+    }
+
+    /// `μ`: requests/s one pod finishes at a full batch of this mix — what a load test
+    /// measures, and the `capacity` policy's `drainRatePerReplica`.
+    ///
+    /// In steady state at throughput `X` with `k` requests decoding, the pod runs
+    /// `X·out/k` steps a second (each emits one token per decoding request) and prefills
+    /// `X·in` tokens a second, so the steps fill the second when
+    /// `X·out·a/k + X·out·b + X·in·c = 1`.
+    pub fn saturated_throughput(&self, mix: MixMeans) -> f64 {
+        self.throughput_at(mix, self.full_batch(mix))
+    }
+
+    /// Requests/s at a steady batch of `k` (the same balance as
+    /// [`PodModel::saturated_throughput`]).
+    pub fn throughput_at(&self, mix: MixMeans, k: f64) -> f64 {
+        let per_request = mix.output_tokens * self.step_base_seconds / k.max(1.0)
+            + mix.output_tokens * self.step_per_decode_seconds
+            + mix.input_tokens * self.step_per_prefill_token_seconds;
+        if per_request > 0.0 {
+            1.0 / per_request
+        } else {
+            0.0
+        }
+    }
+
+    /// Pod-seconds one request costs at a full batch of `mix` (the oracle's unit of work).
+    pub fn request_cost_seconds(
+        &self,
+        input_tokens: u32,
+        output_tokens: u32,
+        mix: MixMeans,
+    ) -> f64 {
+        let k = self.full_batch(mix).max(1.0);
+        f64::from(output_tokens) * (self.step_base_seconds / k + self.step_per_decode_seconds)
+            + f64::from(input_tokens) * self.step_per_prefill_token_seconds
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn throughput_balances_the_step_budget() {
+        let model = PodModel::default();
+        let mix = MixMeans {
+            input_tokens: 1000.0,
+            output_tokens: 300.0,
+        };
+        let mu = model.saturated_throughput(mix);
+        // At μ the steps exactly fill each second.
+        let k = model.full_batch(mix);
+        let steps = mu * mix.output_tokens / k;
+        let busy = steps * model.step_seconds(k.round() as usize, 0)
+            + mu * mix.input_tokens * model.step_per_prefill_token_seconds
+            - steps * model.step_per_decode_seconds * (k.round() - k);
+        assert!((busy - 1.0).abs() < 1e-6, "{busy}");
+        // A lone request is far slower per request than a full batch.
+        assert!(model.throughput_at(mix, 1.0) < mu / 5.0);
+    }
+
+    #[test]
+    fn long_contexts_fill_the_kv_cache_before_max_num_seqs() {
+        let model = PodModel::default();
+        let short = MixMeans {
+            input_tokens: 200.0,
+            output_tokens: 100.0,
+        };
+        let long = MixMeans {
+            input_tokens: 8000.0,
+            output_tokens: 1000.0,
+        };
+        assert_eq!(model.full_batch(short), model.max_num_seqs as f64);
+        assert!(model.full_batch(long) < 50.0);
+    }
+}
