@@ -253,7 +253,11 @@ async fn sigterm_turns_readiness_off_then_ends_the_stream_ok_and_exits_zero() {
         "drain took {took:?}"
     );
     let log = serve.log();
-    for line in ["not ready; new triggers refused", "pollers stopped"] {
+    for line in [
+        "not ready; new triggers refused",
+        "\"poller stopped\"",
+        "pollers stopped",
+    ] {
         assert!(log.contains(line), "{line}:\n{log}");
     }
 }
