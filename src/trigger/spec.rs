@@ -315,6 +315,8 @@ fn metric_name(
 }
 
 #[cfg(test)]
+mod fuzz_tests;
+#[cfg(test)]
 mod redaction_tests;
 #[cfg(test)]
 mod tests;

@@ -31,6 +31,7 @@ impl<'a> Metadata<'a> {
         let mut folded = Metadata::default();
         let mut aliased = Vec::new();
         let mut refused = Vec::new();
+        let mut suggested = 0;
         for (sent_key, value) in metadata {
             // KEDA resolves `xFromEnv` from the workload's env and keeps the key name.
             let key = sent_key.strip_suffix("FromEnv").unwrap_or(sent_key);
@@ -49,10 +50,21 @@ impl<'a> Metadata<'a> {
                 Some(known) => {
                     folded.values.insert(known, (sent_key, value.trim()));
                 }
-                None => errors.push(MetadataError::Unknown {
-                    key: sent_key.to_owned(),
-                    nearest: nearest_key(key),
-                }),
+                None => {
+                    // A suggestion compares the key with every valid one: bounded,
+                    // so a map of thousands of junk keys costs no seconds of CPU
+                    // per GetMetricSpec (found by fuzzing, decision 0017).
+                    let nearest = if suggested < MAX_SUGGESTIONS {
+                        suggested += 1;
+                        nearest_key(key)
+                    } else {
+                        None
+                    };
+                    errors.push(MetadataError::Unknown {
+                        key: sent_key.to_owned(),
+                        nearest,
+                    });
+                }
             }
         }
         // After the loop: metadata arrives as a map, in no order.
@@ -140,8 +152,13 @@ impl<'a> Metadata<'a> {
     }
 }
 
+/// Unknown keys that get a "did you mean" (a person fixes a few typos at a
+/// time; the rest are still each reported, without a suggestion).
+pub(crate) const MAX_SUGGESTIONS: usize = 16;
+
 fn nearest_key(key: &str) -> Option<&'static str> {
     let lower = key.to_ascii_lowercase();
+    let chars = lower.chars().count();
     // Candidates in the order they were tried before the broker keys joined
     // the registry (engine side, KEDA's, brokers): the first of equally near
     // keys wins, so the order is part of the message.
@@ -156,14 +173,23 @@ fn nearest_key(key: &str) -> Option<&'static str> {
             let distance =
                 if lower.len() >= 4 && (valid.starts_with(&lower) || lower.starts_with(&valid)) {
                     1
+                } else if chars.abs_diff(valid.len()) > near_enough(k) {
+                    // The distance is at least the length difference: too far to
+                    // suggest, and a 100 KB key took 14 s to compare (fuzzing).
+                    usize::MAX
                 } else {
                     strsim::damerau_levenshtein(&lower, &valid)
                 };
             (*k, distance)
         })
-        .filter(|(k, distance)| *distance <= (k.len() / 3).max(2))
+        .filter(|(k, distance)| *distance <= near_enough(k))
         .min_by_key(|(_, distance)| *distance)
         .map(|(k, _)| k)
+}
+
+/// The largest edit distance at which `valid` is still suggested.
+fn near_enough(valid: &str) -> usize {
+    (valid.len() / 3).max(2)
 }
 
 /// A finite number satisfying `valid`, if the key is present.
