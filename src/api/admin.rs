@@ -1,4 +1,5 @@
-//! The admin HTTP server: `/metrics`, `/healthz`, `/readyz`, `/explain`.
+//! The admin HTTP server: `/metrics`, `/healthz`, `/readyz`, `/explain`, and
+//! the live page `/ui` ([`crate::api::ui`]).
 //!
 //! Plain HTTP on its own port, so it can be bound apart from gRPC (e.g. to
 //! localhost) and probed by kubelet without TLS.
@@ -15,6 +16,7 @@ use axum::routing::get;
 use serde::Deserialize;
 
 use crate::api::explain::TriggerExplain;
+use crate::api::ui;
 use crate::runtime::cache::DecisionCache;
 use crate::runtime::telemetry::Telemetry;
 
@@ -36,6 +38,7 @@ pub fn router(state: AdminState) -> Router {
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/explain", get(explain))
+        .merge(ui::routes())
         .with_state(state)
 }
 

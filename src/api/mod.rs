@@ -13,3 +13,4 @@ pub mod server;
 pub mod service;
 pub mod status;
 pub mod tls;
+pub mod ui;

@@ -112,6 +112,18 @@ impl FakeFleet {
     /// routing; each pod runs at most `max_num_seqs` (default 32) and queues the rest as waiting; also records
     /// finished requests into the histograms/counters so those move too.
     pub fn tick(&self, t: f64) {
+        self.drive(t, self.demand(t), self.pods.len());
+    }
+
+    /// Like [`FakeFleet::tick`], with the demand given (requests in the system at `t`, before noise)
+    /// and routed over the first `serving` pods only: the others expose vLLM's series at zero, as a
+    /// pod that gets no traffic would. The demo scales its fleet with it: pods past `serving` are
+    /// slots with no ready pod behind them.
+    pub fn tick_with(&self, t: f64, demand: f64, serving: usize) {
+        self.drive(t, demand, serving.min(self.pods.len()));
+    }
+
+    fn drive(&self, t: f64, demand: f64, serving: usize) {
         let n = self.pods.len();
         if n == 0 {
             return;
@@ -124,15 +136,20 @@ impl FakeFleet {
         sim.last_t = Some(t);
 
         let noise = 1.0 + 0.04 * (2.0 * sim.rng.unit() - 1.0);
-        let total = (self.demand(t) * noise).round().max(0.0) as usize;
-        // Least-request routing keeps every pod within one request of the others.
-        let (base, leftover) = (total / n, total % n);
-        let first = sim.rotate % n;
+        let total = (demand.max(0.0) * noise).round() as usize;
+        // Least-request routing keeps every serving pod within one request of the others.
+        let lanes = serving.max(1);
+        let (base, leftover) = (total / lanes, total % lanes);
+        let first = sim.rotate % lanes;
         sim.rotate = sim.rotate.wrapping_add(1);
         let max = self.max_num_seqs as f64;
 
         for (k, pod) in self.pods.iter().enumerate() {
-            let assigned = base + usize::from((k + n - first) % n < leftover);
+            let assigned = if k < serving {
+                base + usize::from((k + lanes - first) % lanes < leftover)
+            } else {
+                0
+            };
             let running = assigned.min(self.max_num_seqs) as f64;
             let waiting = assigned.saturating_sub(self.max_num_seqs) as f64;
             let util = running / max;
@@ -255,6 +272,28 @@ mod tests {
         // Queueing shows up in TTFT: some first tokens took longer than a second.
         let fast: u64 = m.ttft.counts()[..12].iter().sum();
         assert!(fast < m.ttft.count(), "no slow TTFT despite the queue");
+    }
+
+    #[tokio::test]
+    async fn only_serving_pods_get_the_given_demand() {
+        let fleet = FakeFleet::start(4, "m").await.expect("fleet");
+        fleet.tick_with(1.0, 100.0, 2);
+        let l = loads(&fleet);
+        // 100 ± 4 % noise over two pods of 32: both full, the rest waits there.
+        assert!(
+            l[..2]
+                .iter()
+                .all(|l| l.running == 32.0 && l.waiting >= 14.0)
+        );
+        assert!(l[2..].iter().all(|l| l.running == 0.0 && l.waiting == 0.0));
+        let total: f64 = l.iter().map(|l| l.running + l.waiting).sum();
+        assert!((96.0..=104.0).contains(&total), "{total}");
+        fleet.tick_with(2.0, 100.0, 4);
+        let l = loads(&fleet);
+        assert!(
+            l.iter().all(|l| l.running >= 24.0 && l.waiting == 0.0),
+            "{l:?}"
+        );
     }
 
     #[tokio::test]
