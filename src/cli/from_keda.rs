@@ -1,0 +1,333 @@
+//! `backlog-scaler check --from-keda FILE`: read the ScaledObjects in FILE,
+//! fuse the KEDA built-in triggers this scaler reads (prometheus queries on
+//! vLLM's gauges and TTFT histogram, aws-sqs-queue, kafka, rabbitmq) into one
+//! `external` trigger, and print it with where every value came from, what
+//! stays a separate trigger (cpu, memory, anything not understood) and what
+//! cannot be carried over. The metadata printed is validated by the server's
+//! own parser before it is shown as accepted.
+//!
+//! The whole output is YAML (explanations are comments), so it can be read
+//! back: one document per ScaledObject, `triggers:` ready to paste.
+
+#[path = "from_keda/brokers.rs"]
+mod brokers;
+#[path = "from_keda/engine.rs"]
+mod engine;
+#[path = "from_keda/profile.rs"]
+mod profile;
+#[path = "from_keda/promql.rs"]
+mod promql;
+#[path = "from_keda/render.rs"]
+mod render;
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use serde_yaml_ng::Value;
+
+use crate::guard::config::ScalerConfig;
+use crate::guard::redact::redact;
+use crate::trigger::TriggerSpec;
+
+/// Why a file cannot be migrated (exit code 2).
+#[derive(Debug, thiserror::Error)]
+pub enum FromKedaError {
+    /// The file could not be read.
+    #[error("cannot read {file}: {reason}")]
+    Read {
+        /// The file.
+        file: String,
+        /// The OS error.
+        reason: String,
+    },
+    /// A document is not YAML.
+    #[error("{file}:{line}: not YAML: {reason}")]
+    NotYaml {
+        /// The file.
+        file: String,
+        /// The line of the error.
+        line: usize,
+        /// The parser's message.
+        reason: String,
+    },
+    /// No document is a ScaledObject.
+    #[error("{file}: no ScaledObject in it ({found}); expected `apiVersion: keda.sh/v1alpha1`, `kind: ScaledObject`")]
+    NoScaledObject {
+        /// The file.
+        file: String,
+        /// What each document is.
+        found: String,
+    },
+    /// A ScaledObject without a usable `spec.triggers`.
+    #[error("{file}:{line}: ScaledObject `{name}`: field `{field}` {problem}")]
+    BadField {
+        /// The file.
+        file: String,
+        /// The line of the document or trigger.
+        line: usize,
+        /// The ScaledObject.
+        name: String,
+        /// The field, e.g. `spec.triggers[1].metadata`.
+        field: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// Nothing of a ScaledObject can be fused.
+    #[error("{file}:{line}: ScaledObject `{name}`: nothing to carry over:\n{reasons}")]
+    NothingToCarry {
+        /// The file.
+        file: String,
+        /// The line of the document.
+        line: usize,
+        /// The ScaledObject.
+        name: String,
+        /// Each trigger's reason, one per line.
+        reasons: String,
+    },
+}
+
+/// One line of the fused trigger: a key and its value with why, or (with
+/// `key` unset) an explanation of something that has no key.
+#[derive(Debug, Clone)]
+pub struct Key {
+    /// The metadata key.
+    pub key: Option<String>,
+    /// Its value.
+    pub value: String,
+    /// Where it came from and why this value.
+    pub why: String,
+    /// The value validated in its place (`…FromEnv` keys: KEDA forwards the
+    /// resolved value, which this tool cannot see).
+    pub check_value: Option<String>,
+}
+
+impl Key {
+    /// A key of the registry.
+    pub fn new(key: &'static str, value: &str, why: String) -> Key {
+        Key::new_owned(key.to_owned(), value, why)
+    }
+
+    /// A key built at run time (`…FromEnv`).
+    pub fn new_owned(key: String, value: &str, why: String) -> Key {
+        Key {
+            key: Some(key),
+            value: value.to_owned(),
+            why,
+            check_value: None,
+        }
+    }
+
+    /// An explanation without a key.
+    pub fn explained(why: String) -> Key {
+        Key {
+            key: None,
+            value: String::new(),
+            why,
+            check_value: None,
+        }
+    }
+}
+
+/// One trigger of the old ScaledObject.
+#[derive(Debug, Clone)]
+pub struct Old {
+    /// `spec.triggers[i] (type)`.
+    pub origin: String,
+    /// Its `type`.
+    pub kind: String,
+    /// Its metadata, values as strings (as KEDA reads them).
+    pub metadata: Vec<(String, String)>,
+    /// Its `metricType`, defaulted as KEDA defaults it.
+    pub metric_type: String,
+    /// `authenticationRef.name`, with its kind.
+    pub auth_ref: Option<(String, String)>,
+    /// The trigger as written.
+    pub raw: Value,
+    /// Its line in the file, when found.
+    pub line: usize,
+}
+
+impl Old {
+    /// A metadata value.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.metadata
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A number as metadata writes it: no trailing `.0`, at most 6 decimals.
+pub fn number_text(v: f64) -> String {
+    let rounded = (v * 1e6).round() / 1e6;
+    format!("{rounded}")
+}
+
+/// `scheme://user:pass@host…` without its userinfo, and whether it had one.
+pub fn strip_userinfo(value: &str) -> (String, bool) {
+    let Some(scheme_end) = value.find("://") else {
+        return (value.to_owned(), false);
+    };
+    let start = scheme_end + 3;
+    let rest = &value[start..];
+    let authority = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..authority].rfind('@') {
+        Some(at) => (format!("{}{}", &value[..start], &rest[at + 1..]), true),
+        None => (value.to_owned(), false),
+    }
+}
+
+/// The `check --from-keda` command: exit 0 when every ScaledObject gave a
+/// trigger the parser accepts, 1 when the parser or `--config` refused one,
+/// 2 when the input is unusable.
+pub fn run(path: &Path, config: &ScalerConfig) -> ExitCode {
+    let file = path.display().to_string();
+    let result = std::fs::read_to_string(path)
+        .map_err(|e| FromKedaError::Read {
+            file: file.clone(),
+            reason: e.to_string(),
+        })
+        .and_then(|text| migrate_text(&file, &text));
+    let migrations = match result {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("backlog-scaler: {}", redact(&e.to_string()));
+            return ExitCode::from(2);
+        }
+    };
+    let mut ok = true;
+    for (i, m) in migrations.iter().enumerate() {
+        if i > 0 {
+            println!("---");
+        }
+        let verdict = render::check(m, config);
+        ok &= verdict.is_ok();
+        // Already redacted where it quotes the input (render.rs); the
+        // profile skeleton names files, and the redactor would mangle
+        // `password: {file: …}`.
+        print!("{}", m.text);
+        match verdict {
+            Ok(line) | Err(line) => println!("{}", redact(&line)),
+        }
+    }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// One ScaledObject, migrated.
+#[derive(Debug, Clone)]
+pub struct Migration {
+    /// `namespace/name`.
+    pub name: String,
+    /// Its namespace, when it has one.
+    pub namespace: Option<String>,
+    /// The output: the YAML and its comments.
+    pub text: String,
+    /// The fused metadata as the parser gets it.
+    pub metadata: Vec<(String, String)>,
+}
+
+/// The documents of `text`, each with its first line (1-based): split on
+/// `---` lines so an error can name the line in the file.
+fn documents(text: &str) -> Vec<(usize, String)> {
+    let mut docs = vec![(1, String::new())];
+    for (i, line) in text.lines().enumerate() {
+        if line.starts_with("---") {
+            docs.push((i + 2, String::new()));
+            continue;
+        }
+        if let Some((_, doc)) = docs.last_mut() {
+            doc.push_str(line);
+            doc.push('\n');
+        }
+    }
+    docs
+}
+
+/// Migrate every ScaledObject of a file's text.
+pub fn migrate_text(file: &str, text: &str) -> Result<Vec<Migration>, FromKedaError> {
+    let mut parsed = Vec::new();
+    for (start, doc) in documents(text) {
+        let value: Value = serde_yaml_ng::from_str(&doc).map_err(|e| FromKedaError::NotYaml {
+            file: file.to_owned(),
+            line: start + e.location().map_or(0, |l| l.line().saturating_sub(1)),
+            reason: e.to_string(),
+        })?;
+        if !value.is_null() {
+            parsed.push((start, doc, value));
+        }
+    }
+    let kind = |v: &Value| v.get("kind").and_then(Value::as_str).map(str::to_owned);
+    let auths: Vec<&Value> = parsed
+        .iter()
+        .filter(|(_, _, v)| {
+            matches!(
+                kind(v).as_deref(),
+                Some("TriggerAuthentication" | "ClusterTriggerAuthentication")
+            )
+        })
+        .map(|(_, _, v)| v)
+        .collect();
+    let mut out = Vec::new();
+    let mut found = Vec::new();
+    for (start, doc, value) in &parsed {
+        match kind(value).as_deref() {
+            Some("ScaledObject") => {
+                out.push(render::migrate(file, *start, doc, value, &auths)?);
+            }
+            Some(other) => found.push(format!("line {start}: kind {other}")),
+            None if value.is_mapping() => found.push(format!("line {start}: a map without `kind`")),
+            None => found.push(format!("line {start}: not a map")),
+        }
+    }
+    if out.is_empty() {
+        return Err(FromKedaError::NoScaledObject {
+            file: file.to_owned(),
+            found: if found.is_empty() {
+                "the file is empty".to_owned()
+            } else {
+                found.join(", ")
+            },
+        });
+    }
+    Ok(out)
+}
+
+/// Validate fused metadata through the server's parser.
+pub fn validate(metadata: &[(String, String)]) -> Result<TriggerSpec, Vec<String>> {
+    TriggerSpec::from_metadata(metadata.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .map_err(|errors| errors.0.iter().map(|e| e.to_string()).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn userinfo_is_stripped_and_numbers_are_short() {
+        assert_eq!(
+            strip_userinfo("amqp://u:p@rabbit:5672/vh"),
+            ("amqp://rabbit:5672/vh".to_owned(), true)
+        );
+        assert_eq!(
+            strip_userinfo("http://prom:9090"),
+            ("http://prom:9090".to_owned(), false)
+        );
+        assert_eq!(number_text(10.0), "10");
+        assert_eq!(number_text(10.0 / 3.0), "3.333333");
+    }
+
+    #[test]
+    fn documents_know_their_lines() {
+        let docs = documents("a: 1\n---\nb: 2\nc: 3\n--- # x\nd: 4\n");
+        let starts: Vec<usize> = docs.iter().map(|(s, _)| *s).collect();
+        assert_eq!(starts, vec![1, 3, 6]);
+        let err = migrate_text("f.yaml", "a: 1\n---\nb: [\n").expect_err("bad");
+        assert!(err.to_string().starts_with("f.yaml:"), "{err}");
+        let err = migrate_text("f.yaml", "kind: Deployment\n").expect_err("none");
+        assert!(err.to_string().contains("line 1: kind Deployment"), "{err}");
+    }
+}
