@@ -248,13 +248,34 @@ pub fn scenarios(args: &SimulateArgs) -> Result<Vec<Scenario>, String> {
         ScenarioArg::Drift => shapes(&[Builtin::Drift]),
         ScenarioArg::Chat => vec![builtin_trace("chat", CHAT_TRACE)?],
         ScenarioArg::CodeCompletion => vec![builtin_trace("code-completion", CODE_TRACE)?],
-        ScenarioArg::All => {
-            let mut all = shapes(&Builtin::ALL);
-            all.push(builtin_trace("chat", CHAT_TRACE)?);
-            all.push(builtin_trace("code-completion", CODE_TRACE)?);
-            all
-        }
+        ScenarioArg::All => all_scenarios(duration, args.rate_scale)?,
     })
+}
+
+/// Every built-in scenario, `--scenario all`: the shapes, then the two request-level traces
+/// (replayed `rate_scale` times, default [`BUILTIN_TRACE_RATE_SCALE`]).
+pub fn all_scenarios(
+    duration_seconds: Option<f64>,
+    rate_scale: Option<f64>,
+) -> Result<Vec<Scenario>, String> {
+    let scale = rate_scale.unwrap_or(BUILTIN_TRACE_RATE_SCALE);
+    let mut all: Vec<Scenario> = Builtin::ALL
+        .iter()
+        .map(|k| Scenario::builtin(*k, duration_seconds))
+        .collect();
+    all.push(scenario_from_trace(
+        "chat",
+        CHAT_TRACE,
+        scale,
+        duration_seconds,
+    )?);
+    all.push(scenario_from_trace(
+        "code-completion",
+        CODE_TRACE,
+        scale,
+        duration_seconds,
+    )?);
+    Ok(all)
 }
 
 /// The policies `args` ask for.

@@ -85,7 +85,7 @@ impl Fleet {
         let billed = t.max(0.0) - self.now.max(0.0);
         self.stats.pod_seconds += self.pods.len() as f64 * billed;
         for pod in &mut self.pods {
-            if pod.next_event(&self.model) <= t {
+            if pod.next_event() <= t {
                 pod.advance(t, &self.model, &mut self.served);
             }
         }
@@ -274,7 +274,7 @@ impl Fleet {
             censored.extend(pod.unserved());
         }
         censored.retain(|arrival| *arrival >= 0.0);
-        censored.sort_by(f64::total_cmp);
+        censored.sort_unstable_by(f64::total_cmp);
         for arrival in censored {
             self.stats
                 .ttft

@@ -1,6 +1,6 @@
 //! The clairvoyant oracle: the fewest GPU-hours any fleet could spend on a run's requests,
 //! knowing the future and paying the cold start. Defined exactly in
-//! docs/decisions/0018-oracle.md; in short:
+//! docs/decisions/0018-simulator-v2-oracle.md; in short:
 //!
 //! 1. Each minute `m` needs `n_m = max(minReplicas, ⌈w_m / 60⌉)` ready pods, where `w_m` is
 //!    the pod-seconds the requests arriving in `m` cost at a full batch

@@ -12,7 +12,10 @@ use std::collections::{BinaryHeap, VecDeque};
 
 use super::model::PodModel;
 use super::workload::Request;
-use crate::fake::{E2E_BUCKETS, FinishReason, Histogram, ITL_BUCKETS, TTFT_BUCKETS};
+use crate::fake::{
+    E2E_BUCKETS, FinishReason, Histogram, ITL_BUCKETS, ModelLoad, PodState, TTFT_BUCKETS,
+    render_vllm_metrics,
+};
 use crate::source::engine::{Buckets, PodReading};
 
 /// Where a pod is in its life.
@@ -25,6 +28,9 @@ pub enum Phase {
     /// Being removed: finishing its work, neither routed nor scraped.
     Draining,
 }
+
+/// The `model_name` the simulated pods serve.
+pub const SERVED_MODEL: &str = "meta-llama/Llama-3.1-8B-Instruct";
 
 /// A request's first token or its end, as the fleet's statistics take them.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -144,6 +150,8 @@ pub struct Pod {
     decoding: BinaryHeap<Reverse<Decoding>>,
     kv_used: u64,
     metrics: PodMetrics,
+    /// [`Pod::next_event`], kept current by every change (the fleet asks it per arrival).
+    due: f64,
 }
 
 impl Pod {
@@ -162,6 +170,7 @@ impl Pod {
             decoding: BinaryHeap::new(),
             kv_used: 0,
             metrics: PodMetrics::default(),
+            due: f64::INFINITY,
         }
     }
 
@@ -184,7 +193,15 @@ impl Pod {
     /// is in flight (each step may emit first tokens), the next finish while only decodes run,
     /// never when idle. Between two such events `running` and `waiting` stay put, so the fleet
     /// may leave the pod behind until then (or until a request is routed to it).
-    pub fn next_event(&self, model: &PodModel) -> f64 {
+    pub fn next_event(&self) -> f64 {
+        self.due
+    }
+
+    fn refresh_due(&mut self, model: &PodModel) {
+        self.due = self.compute_due(model);
+    }
+
+    fn compute_due(&self, model: &PodModel) -> f64 {
         if !self.prefilling.is_empty() {
             return self.clock;
         }
@@ -203,9 +220,11 @@ impl Pod {
         &self.metrics
     }
 
-    /// A request routed here.
+    /// A request routed here (after [`Pod::advance`] to its arrival).
     pub fn accept(&mut self, request: Request) {
         self.waiting.push_back(request);
+        // It is scheduled at the next step start.
+        self.due = self.due.min(self.clock);
     }
 
     fn context(request: &Request) -> u64 {
@@ -238,6 +257,11 @@ impl Pod {
 
     /// Run the engine: every step that starts before `until`.
     pub fn advance(&mut self, until: f64, model: &PodModel, served: &mut Vec<Served>) {
+        self.run(until, model, served);
+        self.refresh_due(model);
+    }
+
+    fn run(&mut self, until: f64, model: &PodModel, served: &mut Vec<Served>) {
         while self.clock < until {
             self.admit(model);
             let decodes = self.decoding.len();
@@ -358,10 +382,39 @@ impl Pod {
         self.prefilling.clear();
         self.decoding.clear();
         self.kv_used = 0;
+        self.due = f64::INFINITY;
         unserved
     }
 
-    /// What a scrape of this pod returns, as the server's vLLM parser reads it.
+    /// The pod's `/metrics` page: vLLM's exposition (the project's byte-exact vLLM writer,
+    /// [`crate::fake`]) of this pod's gauges, counters and histograms. The queue-time
+    /// histogram is kept in [`PodMetrics`] only (the writer has no family for it).
+    pub fn exposition(&self, model: &PodModel) -> String {
+        let mut state = PodState::with_start_time(0.0);
+        let series = state.model_mut(SERVED_MODEL);
+        series.load = ModelLoad {
+            waiting: self.waiting.len() as f64,
+            running: self.running() as f64,
+            kv_cache_usage: self.kv_cache_usage(model),
+        };
+        series.prompt_tokens = self.metrics.prompt_tokens as f64;
+        series.generation_tokens = self.metrics.generation_tokens as f64;
+        for (slot, count) in series.request_success.iter_mut().zip(self.metrics.finished) {
+            *slot = count as f64;
+        }
+        series.ttft = self.metrics.ttft.clone();
+        series.itl = self.metrics.itl.clone();
+        series.e2e = self.metrics.e2e.clone();
+        render_vllm_metrics(&state)
+    }
+
+    fn kv_cache_usage(&self, model: &PodModel) -> f64 {
+        (self.kv_used as f64 / model.kv_cache_tokens as f64).min(1.0)
+    }
+
+    /// What a scrape of this pod returns, as the server's vLLM parser reads it (the same
+    /// numbers as parsing [`Pod::exposition`], which a test checks; built directly because a
+    /// run takes thousands of scrapes).
     pub fn reading(&self, model: &PodModel) -> PodReading {
         let mut bounds: Vec<f64> = TTFT_BUCKETS.to_vec();
         bounds.push(f64::INFINITY);
@@ -380,7 +433,7 @@ impl Pod {
             target: self.target.clone(),
             waiting: self.waiting.len() as f64,
             running: Some(self.running() as f64),
-            kv_cache_usage: Some((self.kv_used as f64 / model.kv_cache_tokens as f64).min(1.0)),
+            kv_cache_usage: Some(self.kv_cache_usage(model)),
             ttft: Some(Buckets { bounds, counts }),
             finished_total: Some(self.metrics.finished_total() as f64),
             read: Default::default(),

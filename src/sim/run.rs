@@ -319,7 +319,6 @@ pub fn run_one(
         .filter(|m| ready_seconds[*m] / 60.0 < needed[*m])
         .count() as u32;
     let mut ttfts: Vec<f32> = stats.ttft.iter().map(|(_, t)| *t).collect();
-    ttfts.sort_by(f32::total_cmp);
     let slo = config.policy.ttft_slo_seconds;
     let met = ttfts.iter().filter(|t| f64::from(**t) <= slo).count();
     let requests = ttfts.len();
@@ -333,9 +332,9 @@ pub fn run_one(
         } else {
             met as f64 / requests as f64
         },
-        ttft_p50: quantile(&ttfts, 0.50),
-        ttft_p95: quantile(&ttfts, 0.95),
-        ttft_p99: quantile(&ttfts, 0.99),
+        ttft_p50: select_quantile(&mut ttfts, 0.50),
+        ttft_p95: select_quantile(&mut ttfts, 0.95),
+        ttft_p99: select_quantile(&mut ttfts, 0.99),
         replica_hours: stats.pod_seconds / 3600.0,
         peak_replicas: peak,
         scale_events,
@@ -354,7 +353,7 @@ pub fn run_one(
             .into_iter()
             .zip(load.iter().zip(&needed))
             .map(|(mut ttfts, (load, needed))| {
-                ttfts.sort_by(f32::total_cmp);
+                ttfts.sort_unstable_by(f32::total_cmp);
                 MinuteStats {
                     arrivals: load.requests,
                     needed_replicas: *needed,
@@ -436,6 +435,17 @@ fn oracle_run(
     Ok((result, trace))
 }
 
+/// Nearest-rank quantile of unsorted values, by selection (O(n), where sorting a run's
+/// hundreds of thousands of TTFTs was a tenth of its time); reorders `values`.
+fn select_quantile(values: &mut [f32], q: f64) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    let rank = ((q * values.len() as f64).ceil() as usize).clamp(1, values.len());
+    let (_, nth, _) = values.select_nth_unstable_by(rank - 1, f32::total_cmp);
+    f64::from(*nth)
+}
+
 /// Nearest-rank quantile of sorted values (`+inf` stays `+inf`).
 fn quantile(sorted: &[f32], q: f64) -> f64 {
     if sorted.is_empty() {
@@ -514,4 +524,34 @@ pub fn run_matrix(
         results.push(result);
     }
     Ok((results, traces))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selection_gives_the_sorted_nearest_rank_quantile() {
+        let mut rng = super::super::rng::Rng::new(1, 1);
+        let values: Vec<f32> = (0..1001)
+            .map(|i| {
+                if i % 97 == 0 {
+                    f32::INFINITY
+                } else {
+                    rng.uniform() as f32 * 10.0
+                }
+            })
+            .collect();
+        let mut sorted = values.clone();
+        sorted.sort_by(f32::total_cmp);
+        for q in [0.0, 0.5, 0.95, 0.99, 1.0] {
+            let mut scratch = values.clone();
+            assert_eq!(
+                select_quantile(&mut scratch, q),
+                quantile(&sorted, q),
+                "q = {q}"
+            );
+        }
+        assert_eq!(select_quantile(&mut [], 0.5), 0.0);
+    }
 }

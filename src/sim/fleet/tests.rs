@@ -125,7 +125,11 @@ fn cold_start_then_ready_and_gateway_drains() {
     let stats = fleet.finish(200.0);
     let ttft = 80.0 + model.step_seconds(0, 1000);
     // f32 keeps about 1e-5 s at 80 s.
-    assert!((f64::from(stats.ttft[0].1) - ttft).abs() < 1e-4, "{:?}", stats.ttft);
+    assert!(
+        (f64::from(stats.ttft[0].1) - ttft).abs() < 1e-4,
+        "{:?}",
+        stats.ttft
+    );
     assert!(close(stats.pod_seconds, 200.0), "warm-up is paid for");
 }
 
@@ -181,4 +185,43 @@ fn metrics_are_vllms_cumulative_counters_and_histograms() {
     assert_eq!(metrics.queue_time.count(), 2);
     // One ITL observation per token after the first: 19 + 4.
     assert_eq!(metrics.itl.count(), 23);
+}
+
+#[test]
+fn a_scrape_of_the_exposition_reads_what_the_policies_are_given() {
+    use crate::source::engine::{Engine, EngineSource};
+    let source = EngineSource {
+        engine: Engine::Vllm,
+        targets: Vec::new(),
+        model_name: None,
+    };
+    let model = PodModel::default();
+    let mut fleet = Fleet::new(model, 2, 0.0);
+    for i in 0..400 {
+        fleet.arrive(request(
+            f64::from(i) * 0.05,
+            800 + i as u32,
+            50 + (i % 7) as u32 * 40,
+        ));
+    }
+    fleet.advance_to(15.0);
+    let direct = fleet.reading();
+    for (pod, given) in fleet.pods.iter().zip(&direct.pods) {
+        let body = pod.exposition(&model);
+        let (parsed, malformed) = source
+            .parse_pod(&given.target, &body)
+            .expect("the server's parser reads the simulated pod");
+        assert_eq!(malformed, 0);
+        assert_eq!(parsed.waiting, given.waiting);
+        assert_eq!(parsed.running, given.running);
+        assert_eq!(parsed.finished_total, given.finished_total);
+        assert_eq!(parsed.ttft, given.ttft);
+        let (a, b) = (
+            parsed.kv_cache_usage.unwrap_or(-1.0),
+            given.kv_cache_usage.unwrap_or(-2.0),
+        );
+        assert!((a - b).abs() < 1e-12, "{a} vs {b}");
+        assert!(given.finished_total.is_some_and(|n| n > 10.0), "{given:?}");
+        assert!(body.contains("vllm:generation_tokens_total"), "{body}");
+    }
 }

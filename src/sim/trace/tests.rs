@@ -119,6 +119,25 @@ fn azure_timestamps_are_civil_utc() {
 }
 
 #[test]
+fn years_outside_1970_to_2200_are_refused_not_overflowed() {
+    // The `sim_trace` fuzz target's reproducer: nanoseconds since 1970 of a
+    // year-2302 row overflowed an i64 (a panic in debug, a wrapped time in release).
+    let found = "\u{feff}TIMESTAMP,ContextTokens,GeneratedTokens\n2302-11-16 18:17:03,1,1\n";
+    let err = parse_trace(found).expect_err("year 2302");
+    assert_eq!(err.line, 2);
+    assert!(err.to_string().contains("1970 to 2200"), "{err}");
+    assert!(timestamp::parse("0001-01-01 00:00:00").is_err());
+    assert!(timestamp::parse("1969-12-31 23:59:59").is_err());
+    // The window's ends, a whole 231 years apart, still give exact arrivals.
+    let ends =
+        format!("{AZURE_HEADER}2200-12-31 23:59:59.5-23:59,1,1\n1970-01-01 00:00:00+23:59,1,1\n");
+    let (_, requests, _) = requests_of(&ends);
+    let span = requests[2].arrival_seconds - requests[0].arrival_seconds;
+    let expected = 7_289_654_399.5 + 2.0 * 86_340.0;
+    assert!((span - expected).abs() < 1e-3, "{span} vs {expected}");
+}
+
+#[test]
 fn the_first_data_line_decides_the_format() {
     use TraceFormat::*;
     let cases: &[(&str, Result<TraceFormat, usize>)] = &[
