@@ -1,6 +1,8 @@
 //! `backlog-scaler explain` as a user runs it against a running scaler:
 //! the readable view (`--text`), the JSON (`--json`, and the default when
-//! stdout is not a terminal), on an ok, a degraded and an unavailable trigger.
+//! stdout is not a terminal), on an ok trigger, one with a failing pod held
+//! and then left out (degraded), and one below the reporting quorum
+//! (unavailable).
 
 mod common;
 
@@ -118,24 +120,96 @@ async fn explain_prints_a_readable_view_or_the_json() {
     assert!(!ok, "both formats at once are refused");
     assert!(err.contains("cannot be used with"), "{err}");
 
-    // One pod fails: the last good value is held (degraded), the source
-    // shows its error; past maxSignalAgeSeconds the trigger is unavailable.
+    // One pod of three fails: its last good reading is held (degraded, the
+    // value unchanged); past maxSignalAgeSeconds it is left out and the two
+    // that answer stand in for it (2 of 3 ≥ minReportingFraction 0.5). The
+    // source's poll still succeeds, so it shows no error of its own.
     pods[1].set_status_override(Some(500));
-    let degraded = text_until(&admin, "state:      degraded: ").await;
-    assert!(degraded.contains("failed poll"), "{degraded}");
-    assert!(degraded.contains("last error: "), "{degraded}");
+    let failing = pods[1].metrics_url();
+    let held = text_until(&admin, "    held      ").await;
     assert!(
-        degraded.contains("decision:   B = D = 74.375"),
-        "{degraded}"
+        held.contains("state:      degraded: 1 of 3 pods failing (1 held: "),
+        "{held}"
     );
-    let failing = format!(
-        "{}  W=20 R=32 kv=0.5  ← failing (see last error)\n",
-        pods[1].metrics_url()
+    assert!(held.contains("decision:   B = D = 74.375"), "{held}");
+    assert!(
+        held.contains(
+            "  pods:       3 of 3 discovered pods report (minReportingFraction 0.5)
+"
+        ),
+        "{held}"
     );
-    assert!(degraded.contains(&failing), "{degraded}");
-    assert_eq!(degraded.matches("← failing").count(), 1, "{degraded}");
+    assert!(
+        held.contains(&format!("    held      {failing}  (http_status, ")),
+        "{held}"
+    );
+    assert!(held.contains("HTTP status 500"), "{held}");
+    assert!(!held.contains("last error: "), "{held}");
+    assert!(
+        held.contains("2 pods (vllm) in the last good reading\n"),
+        "{held}"
+    );
+    assert!(!held.contains(&format!("        {failing}  W=")), "{held}");
+
+    let left_out = text_until(&admin, "    left out  ").await;
+    assert!(
+        left_out.contains("state:      degraded: 1 of 3 pods failing (1 left out: the 2 reporting pods' values are extrapolated to 3): "),
+        "{left_out}"
+    );
+    assert!(
+        left_out.contains(
+            "  pods:       2 of 3 discovered pods report (minReportingFraction 0.5); the sums are scaled by 3/2 = 1.5\n"
+        ),
+        "{left_out}"
+    );
+    assert!(
+        left_out.contains(&format!("    left out  {failing}  (http_status, ")),
+        "{left_out}"
+    );
+    // (10 + 15) × 1.5 waiting, (32 + 30) × 1.5 running, n the 3 discovered.
+    assert!(
+        left_out.contains(
+            "formula:    D = W + T·R/C = 37.5 + 10·93/32 = 66.5625; max → D; B = 66.5625\n"
+        ),
+        "{left_out}"
+    );
+    assert!(
+        left_out.contains(
+            "decision:   B = D = 66.5625 → desired ceil(66.5625/10) = 7 replicas; active (B > A=0)\n"
+        ),
+        "{left_out}"
+    );
+    assert!(
+        left_out.contains("n (replicas reporting)     3\n"),
+        "{left_out}"
+    );
+
+    // A second pod fails: held, it still counts (2 of 3); left out too, 1
+    // of 3 is below the quorum and the trigger is unavailable, naming both.
+    pods[2].set_status_override(Some(500));
     let lost = text_until(&admin, "state:      unavailable: ").await;
     assert!(!lost.contains("decision:"), "{lost}");
-    assert!(lost.contains("last error: "), "{lost}");
+    assert!(
+        lost.contains("1 of 3 discovered pods report, below minReportingFraction=0.5; left out: "),
+        "{lost}"
+    );
+    assert!(
+        lost.contains(
+            "  pods:       1 of 3 discovered pods report (minReportingFraction 0.5); below it: UNAVAILABLE\n"
+        ),
+        "{lost}"
+    );
+    for pod in [&pods[1], &pods[2]] {
+        let url = pod.metrics_url();
+        assert!(
+            lost.contains(&format!("    left out  {url}  (http_status, ")),
+            "{lost}"
+        );
+        assert!(
+            lost.contains(&format!("left out: {url}")) || lost.contains(&format!("; {url}")),
+            "{lost}"
+        );
+    }
+    pods[2].stop().await;
     pods[1].stop().await;
 }

@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use backlog_scaler::decide::fusion::{FusionParams, GpuGuard, LatencyGuard, Signals, fuse};
+use backlog_scaler::decide::quorum::PodState;
 use backlog_scaler::runtime::telemetry::{Telemetry, TriggerLabels};
 use backlog_scaler::source::PollOutcome;
 use backlog_scaler::trigger::{Metadata, MetadataError, keys};
@@ -171,7 +172,7 @@ fn every_outcome() -> [PollOutcome; 4] {
 }
 
 /// A registry with a series in every family: a decision with every term
-/// configured, every poll outcome, a gRPC call.
+/// configured, a left-out pod, every poll outcome, a gRPC call.
 fn exposition() -> String {
     let telemetry = Telemetry::new();
     let labels = TriggerLabels {
@@ -203,6 +204,9 @@ fn exposition() -> String {
     let decision = fuse(&params, &signals);
     telemetry.record_decision(&labels, &decision, false);
     telemetry.record_shadow(&labels, &decision);
+    // A trigger with a failing pod: the degraded-pods family has a series
+    // only then.
+    telemetry.record_degraded_pods(&labels, &[(PodState::LeftOut, "timeout", 1)]);
     for outcome in every_outcome() {
         telemetry.record_poll("pod", outcome, Duration::from_millis(3), 1);
     }

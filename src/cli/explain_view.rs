@@ -92,6 +92,7 @@ fn render_trigger(t: &Value) -> String {
             line(&mut out, format!("    {name:<26} {value}"));
         }
     }
+    render_fleet(&mut out, &t["pods"]);
     let sources = t["sources"].as_array().map_or(&[][..], Vec::as_slice);
     line(&mut out, format!("  sources ({}):", sources.len()));
     for source in sources {
@@ -285,6 +286,63 @@ fn components(t: &Value) -> Vec<(String, String)> {
         }),
     );
     rows
+}
+
+/// `/explain`'s `pods` (present while some scraped pods fail): how many
+/// report against the quorum, the factor the sums are scaled by, and each
+/// failing pod, held (its last reading still counts) or left out.
+fn render_fleet(out: &mut String, fleet: &Value) {
+    let (Some(discovered), Some(reporting)) =
+        (fleet["discovered"].as_u64(), fleet["reporting"].as_u64())
+    else {
+        return;
+    };
+    let mut head = format!("  pods:       {reporting} of {discovered} discovered pods report");
+    if let Some(fraction) = fleet["minReportingFraction"].as_f64() {
+        // The server's own test (`Fleet::has_quorum`), so the view never
+        // says "answers" where GetMetrics says UNAVAILABLE.
+        let quorum = reporting as f64 >= fraction * discovered as f64 - 1e-9;
+        head.push_str(&format!(" (minReportingFraction {})", num(fraction)));
+        if !quorum {
+            head.push_str("; below it: UNAVAILABLE");
+        } else if let Some(factor) = fleet["extrapolation"].as_f64().filter(|f| *f != 1.0) {
+            head.push_str(&format!(
+                "; the sums are scaled by {discovered}/{reporting} = {}",
+                num(factor)
+            ));
+        }
+    }
+    out.push_str(&head);
+    out.push('\n');
+    for pod in fleet["pods"].as_array().map_or(&[][..], Vec::as_slice) {
+        let target = text_of(&pod["target"]).unwrap_or("?");
+        let state = match text_of(&pod["state"]) {
+            Some("held") => "held",
+            Some("left_out") => "left out",
+            Some(other) => other,
+            None => "?",
+        };
+        let mut about = vec![text_of(&pod["reason"]).unwrap_or("?").to_owned()];
+        match pod["failedPolls"].as_u64() {
+            Some(1) => about.push("1 failed poll".to_owned()),
+            Some(n) => about.push(format!("{n} failed polls")),
+            None => {}
+        }
+        about.push(match secs_of(&pod["lastGoodAgeSeconds"]) {
+            Some(age) => format!("last good reading {age} s ago"),
+            None => "never answered".to_owned(),
+        });
+        // The error names the pod first; it is already on the line.
+        let error = text_of(&pod["error"]).unwrap_or("");
+        let error = error
+            .strip_prefix(target)
+            .and_then(|rest| rest.strip_prefix(": "))
+            .unwrap_or(error);
+        out.push_str(&format!(
+            "    {state:<9} {target}  ({}): {error}\n",
+            about.join(", ")
+        ));
+    }
 }
 
 fn render_source(out: &mut String, s: &Value) {

@@ -132,6 +132,7 @@ SERVICE_MONITOR = {
                                 "pattern": r"^\d+(ms|s|m|h)$",
                             },
                             "scheme": {"enum": ["http", "https"]},
+                            "honorLabels": {"type": "boolean"},
                         },
                     },
                 },

@@ -310,3 +310,51 @@ fn numbers_read_as_a_person_writes_them() {
     assert_eq!(num(8.0), "8");
     assert_eq!(secs_of(&json!(0.903_84)).as_deref(), Some("0.9"));
 }
+
+#[test]
+fn failing_pods_are_listed_held_or_left_out_with_reason_and_age() {
+    let mut t = ok_trigger();
+    t["state"] = json!("degraded");
+    t["reason"] = json!("2 of 3 pods failing (…)");
+    t["pods"] = json!({
+        "discovered": 3, "reporting": 2, "minReportingFraction": 0.5, "extrapolation": 1.5,
+        "pods": [
+            {"target": "http://10.0.0.3:8000/metrics", "state": "left_out", "reason": "http_status",
+             "error": "http://10.0.0.3:8000/metrics: HTTP status 503 Service Unavailable",
+             "failedPolls": 7, "lastGoodAgeSeconds": 16.04},
+            {"target": "http://10.0.0.4:8000/metrics", "state": "held", "reason": "timeout",
+             "error": "http://10.0.0.4:8000/metrics: no answer within 3.6s",
+             "failedPolls": 1, "lastGoodAgeSeconds": 5.0},
+            {"target": "http://10.0.0.5:8000/metrics", "state": "left_out", "reason": "parse",
+             "error": "vllm:num_requests_waiting missing", "failedPolls": 2}
+        ]
+    });
+    let text = one(t.clone());
+    let block = "\
+  pods:       2 of 3 discovered pods report (minReportingFraction 0.5); the sums are scaled by 3/2 = 1.5
+    left out  http://10.0.0.3:8000/metrics  (http_status, 7 failed polls, last good reading 16 s ago): HTTP status 503 Service Unavailable
+    held      http://10.0.0.4:8000/metrics  (timeout, 1 failed poll, last good reading 5 s ago): no answer within 3.6s
+    left out  http://10.0.0.5:8000/metrics  (parse, 2 failed polls, never answered): vllm:num_requests_waiting missing
+  sources (1):
+";
+    assert!(text.contains(block), "{text}");
+    // The answering pods of the source are not marked: the source's poll
+    // succeeded, so there is no last error naming one.
+    assert!(!text.contains("← failing"), "{text}");
+
+    // Below the quorum the view says UNAVAILABLE, and scales nothing.
+    t["state"] = json!("unavailable");
+    t["pods"]["reporting"] = json!(1);
+    t["pods"]["extrapolation"] = json!(3.0);
+    let text = one(t);
+    assert!(
+        text.contains(
+            "  pods:       1 of 3 discovered pods report (minReportingFraction 0.5); below it: UNAVAILABLE\n"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("scaled by"), "{text}");
+
+    // Without failing pods there is no `pods` field and no block.
+    assert!(!one(ok_trigger()).contains("  pods:"));
+}
