@@ -132,5 +132,15 @@ for path in sorted((ROOT / "src" / "trigger").rglob("*.rs")) + [ROOT / "tests/ke
         pairs = re.findall(pair, m.group(0))
         write("trigger_metadata", "\n".join(f"{k}={v}" for k, v in pairs))
 
+# --- simulator traces: the heads of the committed traces, the tests' rows ---
+for trace in sorted((ROOT / "sim" / "traces").glob("*.*sv")) + sorted(
+        (ROOT / "sim" / "traces").glob("*.jsonl")):
+    lines = trace.read_text().splitlines(keepends=True)
+    write("sim_trace", "".join(lines[:30]))
+    write("sim_trace", "# a comment first\n\n" + "".join(lines[:3]))
+for s in raw_strings(ROOT / "src" / "sim" / "trace" / "tests.rs"):
+    if re.search(r"\d", s) and ("," in s or "{" in s) and len(s) > 4:
+        write("sim_trace", s)
+
 for target in sorted(p.name for p in OUT.iterdir()):
     print(target, len(list((OUT / target).iterdir())), "seeds")
