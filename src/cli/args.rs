@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use super::simulate::SimulateArgs;
 
@@ -23,6 +23,22 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// The input of `check`: one of `--metadata` and `--from-keda`.
+#[derive(Debug, Clone, Args)]
+#[group(required = true, multiple = false)]
+pub struct CheckInput {
+    /// YAML file: a trigger's metadata map, or a ScaledObject whose
+    /// `external`/`external-push` triggers are all checked.
+    #[arg(long, value_name = "FILE")]
+    pub metadata: Option<PathBuf>,
+    /// YAML file with ScaledObjects using KEDA's built-in triggers
+    /// (prometheus on vLLM metrics, aws-sqs-queue, kafka, rabbitmq, cpu):
+    /// print the one fused `external` trigger that replaces them, where each
+    /// value comes from, and what cannot be carried over. Never probes.
+    #[arg(long, value_name = "FILE")]
+    pub from_keda: Option<PathBuf>,
 }
 
 /// Log output format.
@@ -66,10 +82,9 @@ pub enum Command {
     /// Validate a trigger's metadata, probe each source once, print what the
     /// scaler would report; exit non-zero on any problem.
     Check {
-        /// YAML file: a trigger's metadata map, or a ScaledObject whose
-        /// `external`/`external-push` triggers are all checked.
-        #[arg(long)]
-        metadata: PathBuf,
+        /// What to check: `--metadata FILE` or `--from-keda FILE`.
+        #[command(flatten)]
+        metadata: CheckInput,
         /// Scaler-side YAML config (optional).
         #[arg(long, env = "BACKLOG_SCALER_CONFIG")]
         config: Option<PathBuf>,

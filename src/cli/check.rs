@@ -3,7 +3,6 @@
 //! problem, so it can gate a CI pipeline or a `kubectl apply`.
 
 use std::fmt::Write as _;
-use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -13,6 +12,7 @@ use serde_yaml_ng::Value;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
+use super::args::CheckInput;
 use crate::api::explain::formula;
 use crate::decide::freshness::{SignalReport, TriggerMemory, evaluate};
 use crate::guard::config::ScalerConfig;
@@ -21,6 +21,10 @@ use crate::guard::outbound::OutboundPolicy;
 use crate::runtime::poller::{SignalState, Timed};
 use crate::source::{HttpScraper, Reading, SourceContext, SourceError, SourceMemory, SourceSpec};
 use crate::trigger::TriggerSpec;
+
+// `--from-keda`: its own files, declared here so the wiring stays in `check`.
+#[path = "from_keda.rs"]
+pub mod from_keda;
 
 /// How long one probe may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -418,8 +422,17 @@ fn describe(out: &mut String, reading: &Reading) {
 }
 
 /// The `check` command. With `probe` false (`--no-probe`) it makes only the
-/// static checks: no network, and no profile secret is read.
-pub async fn run(path: &Path, config: &ScalerConfig, probe: bool) -> ExitCode {
+/// static checks: no network, and no profile secret is read. `--from-keda`
+/// migrates KEDA's built-in triggers instead ([`from_keda`]).
+pub async fn run(input: &CheckInput, config: &ScalerConfig, probe: bool) -> ExitCode {
+    let path = match (&input.metadata, &input.from_keda) {
+        (_, Some(path)) => return from_keda::run(path, config),
+        (Some(path), None) => path.as_path(),
+        (None, None) => {
+            eprintln!("backlog-scaler: check needs --metadata FILE or --from-keda FILE");
+            return ExitCode::from(2);
+        }
+    };
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) => {

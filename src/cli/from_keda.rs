@@ -25,9 +25,12 @@ use std::process::ExitCode;
 
 use serde_yaml_ng::Value;
 
+use std::fmt::Write as _;
+
+use crate::cli::check::{FoundTrigger, check_trigger_static};
 use crate::guard::config::ScalerConfig;
 use crate::guard::redact::redact;
-use crate::trigger::TriggerSpec;
+use crate::trigger::{TriggerSpec, keys};
 
 /// Why a file cannot be migrated (exit code 2).
 #[derive(Debug, thiserror::Error)]
@@ -51,7 +54,9 @@ pub enum FromKedaError {
         reason: String,
     },
     /// No document is a ScaledObject.
-    #[error("{file}: no ScaledObject in it ({found}); expected `apiVersion: keda.sh/v1alpha1`, `kind: ScaledObject`")]
+    #[error(
+        "{file}: no ScaledObject in it ({found}); expected `apiVersion: keda.sh/v1alpha1`, `kind: ScaledObject`"
+    )]
     NoScaledObject {
         /// The file.
         file: String,
@@ -200,7 +205,7 @@ pub fn run(path: &Path, config: &ScalerConfig) -> ExitCode {
         if i > 0 {
             println!("---");
         }
-        let verdict = render::check(m, config);
+        let verdict = check(m, config);
         ok &= verdict.is_ok();
         // Already redacted where it quotes the input (render.rs); the
         // profile skeleton names files, and the redactor would mangle
@@ -300,6 +305,68 @@ pub fn migrate_text(file: &str, text: &str) -> Result<Vec<Migration>, FromKedaEr
 pub fn validate(metadata: &[(String, String)]) -> Result<TriggerSpec, Vec<String>> {
     TriggerSpec::from_metadata(metadata.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .map_err(|errors| errors.0.iter().map(|e| e.to_string()).collect())
+}
+
+/// Validate the migration's metadata with the server's parser and, when
+/// `--config` has the profile it names (or it names none), with the
+/// outbound allowlist and the profiles: the line to print, `Err` on refusal.
+fn check(m: &Migration, config: &ScalerConfig) -> Result<String, String> {
+    let spec = match validate(&m.metadata) {
+        Ok(spec) => spec,
+        Err(errors) => {
+            let mut text = "# REFUSED by the server's metadata parser (a bug of --from-keda, or a value of the old trigger that is invalid here):".to_owned();
+            for e in errors {
+                let _ = write!(text, "\n#   invalid: {e}");
+            }
+            return Err(text);
+        }
+    };
+    let mut text = format!(
+        "# Checked: the server's metadata parser accepts it: metric `{}`, target {} per replica, {} source(s), mode {}",
+        spec.metric_name,
+        spec.fusion.target_per_replica,
+        spec.sources().len(),
+        spec.mode.as_str()
+    );
+    let profile = m
+        .metadata
+        .iter()
+        .find(|(k, _)| k == keys::AUTH_PROFILE)
+        .map(|(_, v)| v.clone());
+    if let Some(p) = &profile
+        && !config.profiles.names().any(|n| n == p)
+    {
+        let _ = write!(
+            text,
+            "\n# Not checked against --config: it has no profile `{p}` (add the one above, then run `check --no-probe --metadata`)"
+        );
+        return Ok(text);
+    }
+    let outbound = match config.outbound.policy() {
+        Ok(policy) => policy,
+        Err(e) => return Err(format!("{text}\n# --config: invalid outbound config: {e}")),
+    };
+    let found = FoundTrigger {
+        origin: m.name.clone(),
+        metadata: m.metadata.clone(),
+        namespace: m.namespace.clone(),
+    };
+    match check_trigger_static(&found, &outbound, &config.profiles) {
+        Ok(_) => {
+            let _ = write!(
+                text,
+                "\n# Checked against --config: outbound allowlist and profiles accept it"
+            );
+            Ok(text)
+        }
+        Err(report) => {
+            let _ = write!(text, "\n# Refused by --config:");
+            for line in report.lines().skip(1) {
+                let _ = write!(text, "\n#  {line}");
+            }
+            Err(text)
+        }
+    }
 }
 
 #[cfg(test)]

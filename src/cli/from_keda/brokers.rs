@@ -60,7 +60,10 @@ fn carry(old: &Old, keda: &str, ours: &'static str, placeholder: &str, out: &mut
 
 fn number(old: &Old, key: &str, default: f64) -> Result<(f64, String), String> {
     match old.get(key) {
-        None => Ok((default, format!("`{key}` unset, KEDA's default {}", number_text(default)))),
+        None => Ok((
+            default,
+            format!("`{key}` unset, KEDA's default {}", number_text(default)),
+        )),
         Some(raw) => raw
             .trim()
             .parse::<f64>()
@@ -103,7 +106,13 @@ fn sqs(old: &Old) -> Result<BrokerPart, String> {
     if !carry(old, "awsRegion", keys::AWS_REGION, "eu-west-1", &mut out) {
         return Err("has no `awsRegion`".to_owned());
     }
-    carry(old, "awsEndpoint", keys::AWS_ENDPOINT, "http://127.0.0.1:1", &mut out);
+    carry(
+        old,
+        "awsEndpoint",
+        keys::AWS_ENDPOINT,
+        "http://127.0.0.1:1",
+        &mut out,
+    );
     for (keda, ours) in [
         ("scaleOnInFlight", keys::SCALE_ON_IN_FLIGHT),
         ("scaleOnDelayed", keys::SCALE_ON_DELAYED),
@@ -121,10 +130,12 @@ fn sqs(old: &Old) -> Result<BrokerPart, String> {
         "queueLength",
         "activationQueueLength",
     ];
-    let not_carried = leftovers(old, &handled, |k| match k {
+    let not_carried = leftovers(old, &handled, |k| {
+        match k {
         "identityOwner" | "awsRoleArn" | "awsAccessKeyID" | "awsSecretAccessKey"
         | "awsSessionToken" => "is KEDA's identity for AWS; this scaler reads SQS with its own (IRSA on its service account, the default chain, or a profile's `aws:` keys)".to_owned(),
         _ => "is not read by this scaler's SQS source".to_owned(),
+    }
     });
     Ok(BrokerPart {
         origin: old.origin.clone(),
@@ -140,19 +151,37 @@ fn sqs(old: &Old) -> Result<BrokerPart, String> {
 
 fn kafka(old: &Old) -> Result<BrokerPart, String> {
     let mut out = Vec::new();
-    if !carry(old, "bootstrapServers", keys::BOOTSTRAP_SERVERS, "env-kafka:9092", &mut out) {
+    if !carry(
+        old,
+        "bootstrapServers",
+        keys::BOOTSTRAP_SERVERS,
+        "env-kafka:9092",
+        &mut out,
+    ) {
         return Err("has no `bootstrapServers`".to_owned());
     }
-    if !carry(old, "consumerGroup", keys::CONSUMER_GROUP, "env-group", &mut out) {
+    if !carry(
+        old,
+        "consumerGroup",
+        keys::CONSUMER_GROUP,
+        "env-group",
+        &mut out,
+    ) {
         return Err("has no `consumerGroup`".to_owned());
     }
     carry(old, "topic", keys::TOPIC, "env-topic", &mut out);
     for (keda, ours) in [
         ("offsetResetPolicy", keys::OFFSET_RESET_POLICY),
         ("allowIdleConsumers", keys::ALLOW_IDLE_CONSUMERS),
-        ("scaleToZeroOnInvalidOffset", keys::SCALE_TO_ZERO_ON_INVALID_OFFSET),
+        (
+            "scaleToZeroOnInvalidOffset",
+            keys::SCALE_TO_ZERO_ON_INVALID_OFFSET,
+        ),
         ("excludePersistentLag", keys::EXCLUDE_PERSISTENT_LAG),
-        ("limitToPartitionsWithLag", keys::LIMIT_TO_PARTITIONS_WITH_LAG),
+        (
+            "limitToPartitionsWithLag",
+            keys::LIMIT_TO_PARTITIONS_WITH_LAG,
+        ),
     ] {
         carry(old, keda, ours, "false", &mut out);
     }
@@ -170,7 +199,8 @@ fn kafka(old: &Old) -> Result<BrokerPart, String> {
         "lagThreshold",
         "activationLagThreshold",
     ];
-    let not_carried = leftovers(old, &handled, |k| match k {
+    let not_carried = leftovers(old, &handled, |k| {
+        match k {
         "sasl" | "saslType" | "tls" | "username" | "password" | "ca" | "cert" | "key"
         | "keyPassword" | "unsafeSsl" => {
             "is Kafka authentication: this scaler takes it from a profile's `kafka:` section (sasl, tls)".to_owned()
@@ -178,6 +208,7 @@ fn kafka(old: &Old) -> Result<BrokerPart, String> {
         "partitionLimitation" => "has no equivalent: the lag of every partition of the topic counts".to_owned(),
         "version" => "is not needed: librdkafka negotiates the protocol version".to_owned(),
         _ => "is not read by this scaler's Kafka source".to_owned(),
+    }
     });
     Ok(BrokerPart {
         origin: old.origin.clone(),
@@ -200,7 +231,13 @@ fn rabbitmq(old: &Old) -> Result<BrokerPart, String> {
         ));
     }
     let mut out = Vec::new();
-    if !carry(old, "host", keys::RABBITMQ_HOST, "amqp://env-rabbitmq:5672", &mut out) {
+    if !carry(
+        old,
+        "host",
+        keys::RABBITMQ_HOST,
+        "amqp://env-rabbitmq:5672",
+        &mut out,
+    ) {
         return Err("has no `host` (a host only in a TriggerAuthentication cannot be read from here: write `rabbitmqHost` without credentials)".to_owned());
     }
     if !carry(old, "queueName", keys::QUEUE_NAME, "env-queue", &mut out) {
@@ -236,7 +273,8 @@ fn rabbitmq(old: &Old) -> Result<BrokerPart, String> {
     ];
     let not_carried = leftovers(old, &handled, |k| match k {
         "username" | "password" => {
-            "is a RabbitMQ credential: this scaler takes it from a profile's `rabbitmq:` section".to_owned()
+            "is a RabbitMQ credential: this scaler takes it from a profile's `rabbitmq:` section"
+                .to_owned()
         }
         "useRegex" | "operation" => "has no equivalent: one named queue is read".to_owned(),
         _ => "is not read by this scaler's RabbitMQ source".to_owned(),

@@ -77,9 +77,7 @@ pub fn classify(old: &Old) -> Result<Signal, String> {
             .parse::<f64>()
             .ok()
             .filter(|v| v.is_finite() && *v >= 0.0)
-            .ok_or(format!(
-                "`activationThreshold: {raw}` is not a number ≥ 0"
-            ))?,
+            .ok_or(format!("`activationThreshold: {raw}` is not a number ≥ 0"))?,
     };
     let metric_type = old.metric_type.clone();
     let names = Engine::Vllm.metrics();
@@ -102,7 +100,9 @@ pub fn classify(old: &Old) -> Result<Signal, String> {
                 && selector.is(preferred.family)
             {
                 let before = filter.len();
-                filter.retain(|m| !(m.label == preferred.label && m.op == "=" && m.value == preferred.value));
+                filter.retain(|m| {
+                    !(m.label == preferred.label && m.op == "=" && m.value == preferred.value)
+                });
                 if before == filter.len() {
                     return Err(format!(
                         "query `{query}` reads `{}` without `{}=\"{}\"`: other reasons (LoRA budget, KV transfer) are not work more replicas serve",
@@ -123,11 +123,11 @@ pub fn classify(old: &Old) -> Result<Signal, String> {
             // Which aggregation, with which metricType, asks for the same
             // replicas as one per-replica target: sum/AverageValue divides
             // by T; avg/Value multiplies the current count by avg/T, the same.
-            let per_replica = match (aggregation, metric_type.as_str()) {
-                (Aggregation::Sum | Aggregation::None, "AverageValue") => true,
-                (Aggregation::Avg, "Value") => true,
-                _ => false,
-            };
+            let per_replica = matches!(
+                (aggregation, metric_type.as_str()),
+                (Aggregation::Sum | Aggregation::None, "AverageValue")
+                    | (Aggregation::Avg, "Value")
+            );
             if !per_replica {
                 return Err(format!(
                     "query `{query}` as {}: only a sum with AverageValue or an average with Value is a per-replica target this scaler can carry",
@@ -282,7 +282,12 @@ impl EnginePart {
             }
         } else {
             let queries = |s: &Signal| DefaultQueries {
-                selector: s.filter.iter().map(Matcher::promql).collect::<Vec<_>>().join(","),
+                selector: s
+                    .filter
+                    .iter()
+                    .map(Matcher::promql)
+                    .collect::<Vec<_>>()
+                    .join(","),
                 engine: Engine::Vllm,
             };
             let why = |s: &Signal| {

@@ -62,7 +62,9 @@ pub fn skeleton(
     let mut lines = vec!["profiles:".to_owned(), format!("  {name}:")];
     let mut notes = Vec::new();
     if let Some(ns) = namespace {
-        lines.push(format!("    namespaces: [{ns}]   # only this ScaledObject's namespace may use it"));
+        lines.push(format!(
+            "    namespaces: [{ns}]   # only this ScaledObject's namespace may use it"
+        ));
     }
     for (section, auth_ref) in sections {
         lines.push(format!("    {}:", section.as_str()));
@@ -143,12 +145,20 @@ pub fn skeleton(
         if fields.is_empty() && !(*section == Section::Prometheus && auth_ref.is_none()) {
             fields = placeholder(*section)
                 .iter()
-                .map(|f| ((*f).to_owned(), "{file: /etc/backlog-scaler/<secret>/<key>}".to_owned()))
+                .map(|f| {
+                    (
+                        (*f).to_owned(),
+                        "{file: /etc/backlog-scaler/<secret>/<key>}".to_owned(),
+                    )
+                })
                 .collect();
         }
         if *section == Section::Prometheus {
             for h in headers {
-                fields.push((format!("headers.{h}"), "{value: <as in customHeaders>}".to_owned()));
+                fields.push((
+                    format!("headers.{h}"),
+                    "{value: <as in customHeaders>}".to_owned(),
+                ));
             }
         }
         write_fields(&fields, &mut lines);

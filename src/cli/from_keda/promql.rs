@@ -179,7 +179,7 @@ impl Parser<'_> {
         if !by_first && !self.by_le()? {
             return None;
         }
-        if !self.eat(")") || !(quantile > 0.0 && quantile < 1.0) {
+        if !(self.eat(")") && quantile > 0.0 && quantile < 1.0) {
             return None;
         }
         Some(Shape::Quantile {
@@ -209,8 +209,7 @@ impl Parser<'_> {
     fn number(&mut self) -> Option<f64> {
         self.ws();
         let start = self.i;
-        while self.i < self.s.len() && (self.s[self.i].is_ascii_digit() || self.s[self.i] == b'.')
-        {
+        while self.i < self.s.len() && (self.s[self.i].is_ascii_digit() || self.s[self.i] == b'.') {
             self.i += 1;
         }
         std::str::from_utf8(&self.s[start..self.i])
@@ -232,7 +231,10 @@ impl Parser<'_> {
             if self.i == start {
                 break;
             }
-            let n: u64 = std::str::from_utf8(&self.s[start..self.i]).ok()?.parse().ok()?;
+            let n: u64 = std::str::from_utf8(&self.s[start..self.i])
+                .ok()?
+                .parse()
+                .ok()?;
             let unit_ms: u64 = if self.s[self.i..].starts_with(b"ms") {
                 self.i += 2;
                 1
@@ -251,7 +253,7 @@ impl Parser<'_> {
             millis = millis.checked_add(n.checked_mul(unit_ms)?)?;
             any = true;
         }
-        (any && millis % 1000 == 0).then_some(millis / 1000)
+        (any && millis.is_multiple_of(1000)).then_some(millis / 1000)
     }
 
     fn selector(&mut self) -> Option<Selector> {

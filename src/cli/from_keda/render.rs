@@ -9,9 +9,7 @@ use serde_yaml_ng::{Mapping, Value};
 use super::brokers::{self, BrokerPart};
 use super::engine::{self, EnginePart};
 use super::profile;
-use super::{FromKedaError, Key, Migration, Old, number_text, validate};
-use crate::cli::check::{FoundTrigger, check_trigger_static};
-use crate::guard::config::ScalerConfig;
+use super::{FromKedaError, Key, Migration, Old, number_text};
 use crate::guard::credentials::Section;
 use crate::guard::redact::redact;
 use crate::trigger::keys;
@@ -25,7 +23,10 @@ const SCALER_ADDRESS: &str = "backlog-scaler.keda.svc.cluster.local:9090";
 fn trigger_lines(doc: &str, start: usize) -> Vec<usize> {
     let indent = |l: &str| l.len() - l.trim_start().len();
     let lines: Vec<&str> = doc.lines().collect();
-    let Some(at) = lines.iter().position(|l| l.trim_start().starts_with("triggers:")) else {
+    let Some(at) = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with("triggers:"))
+    else {
         return Vec::new();
     };
     let mut items = Vec::new();
@@ -54,12 +55,19 @@ fn string_map(value: Option<&Value>) -> Result<Vec<(String, String)>, String> {
     let map = value.as_mapping().ok_or("is not a map")?;
     let mut out = Vec::new();
     for (k, v) in map {
-        let key = k.as_str().ok_or("has a key that is not a string")?.to_owned();
+        let key = k
+            .as_str()
+            .ok_or("has a key that is not a string")?
+            .to_owned();
         let v = match v {
             Value::String(s) => s.clone(),
             Value::Number(n) => n.to_string(),
             Value::Bool(b) => b.to_string(),
-            _ => return Err(format!("key `{key}` is not a string (KEDA metadata is map[string]string)")),
+            _ => {
+                return Err(format!(
+                    "key `{key}` is not a string (KEDA metadata is map[string]string)"
+                ));
+            }
         };
         out.push((key, v));
     }
@@ -107,7 +115,11 @@ pub fn migrate(
         .as_sequence()
         .ok_or_else(|| bad(start, "spec.triggers".into(), "is not a list"))?;
     if triggers.is_empty() {
-        return Err(bad(start, "spec.triggers".into(), "is empty: no trigger to carry over"));
+        return Err(bad(
+            start,
+            "spec.triggers".into(),
+            "is empty: no trigger to carry over",
+        ));
     }
     let lines = trigger_lines(doc, start);
     let mut olds = Vec::new();
@@ -145,8 +157,20 @@ pub fn migrate(
                 .join("\n"),
         });
     }
-    let min_replicas = spec.get("minReplicaCount").and_then(Value::as_u64).unwrap_or(0);
-    Ok(write(file, start, &name, namespace, spec, min_replicas, sorted, auths))
+    let min_replicas = spec
+        .get("minReplicaCount")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    Ok(write(
+        file,
+        start,
+        &name,
+        namespace,
+        spec,
+        min_replicas,
+        sorted,
+        auths,
+    ))
 }
 
 /// The triggers, sorted.
@@ -228,12 +252,20 @@ fn write(
     auths: &[&Value],
 ) -> Migration {
     let mut headers = Vec::new();
-    let prometheus: Vec<&Old> = s.fused.iter().copied().filter(|o| o.kind == "prometheus").collect();
+    let prometheus: Vec<&Old> = s
+        .fused
+        .iter()
+        .copied()
+        .filter(|o| o.kind == "prometheus")
+        .collect();
     for old in &prometheus {
         prometheus_notes(old, &mut headers, &mut s.cannot);
     }
     if let Some(old) = prometheus.first() {
-        let set = prometheus.iter().find_map(|o| o.get("ignoreNullValues").map(|v| format!(" ({} set it to `{v}`)", o.origin)));
+        let set = prometheus.iter().find_map(|o| {
+            o.get("ignoreNullValues")
+                .map(|v| format!(" ({} set it to `{v}`)", o.origin))
+        });
         s.cannot.push(format!(
             "{}: KEDA read an empty Prometheus answer as 0 (ignoreNullValues, default true){}; here an empty answer is a lost signal (held, then UNAVAILABLE so the ScaledObject's fallback applies) unless replicasQuery answers an explicit 0",
             old.origin,
@@ -243,11 +275,31 @@ fn write(
     let e = &s.engine;
     let broker = s.broker.as_ref().map(|(b, _)| b);
     let (target, target_why) = if let Some(w) = &e.waiting {
-        (w.threshold, format!("T = {}'s threshold {} (waiting requests per replica, {}): W alone asks ceil(W/T) replicas, as before", w.origin, number_text(w.threshold), w.metric_type))
+        (
+            w.threshold,
+            format!(
+                "T = {}'s threshold {} (waiting requests per replica, {}): W alone asks ceil(W/T) replicas, as before",
+                w.origin,
+                number_text(w.threshold),
+                w.metric_type
+            ),
+        )
     } else if let Some(b) = broker {
-        (b.per_replica, format!("T = {}'s {} (messages per replica) × messageWeight 1: the queue alone asks ceil(Q/T) replicas, as before", b.origin, b.per_replica_from))
+        (
+            b.per_replica,
+            format!(
+                "T = {}'s {} (messages per replica) × messageWeight 1: the queue alone asks ceil(Q/T) replicas, as before",
+                b.origin, b.per_replica_from
+            ),
+        )
     } else if let Some(r) = &e.running {
-        (r.threshold, format!("no trigger read waiting requests, which now count too: T = C = {}, so a waiting request weighs what a running one does; lower it to scale sooner on queued work", number_text(r.threshold)))
+        (
+            r.threshold,
+            format!(
+                "no trigger read waiting requests, which now count too: T = C = {}, so a waiting request weighs what a running one does; lower it to scale sooner on queued work",
+                number_text(r.threshold)
+            ),
+        )
     } else {
         (10.0, "no trigger gives a per-replica target in requests: 10 is a starting point; tune it with a load test (README, Operator's guide)".to_owned())
     };
@@ -257,19 +309,50 @@ fn write(
     };
     let mut acts: Vec<(f64, String)> = Vec::new();
     if let Some(w) = &e.waiting {
-        acts.push((w.activation, format!("{} activationThreshold {} (W)", w.origin, number_text(w.activation))));
+        acts.push((
+            w.activation,
+            format!(
+                "{} activationThreshold {} (W)",
+                w.origin,
+                number_text(w.activation)
+            ),
+        ));
     }
     if let Some(r) = &e.running {
-        acts.push((target * r.activation / r.threshold, format!("{} activationThreshold {} running = T·{}/C", r.origin, number_text(r.activation), number_text(r.activation))));
+        acts.push((
+            target * r.activation / r.threshold,
+            format!(
+                "{} activationThreshold {} running = T·{}/C",
+                r.origin,
+                number_text(r.activation),
+                number_text(r.activation)
+            ),
+        ));
     }
     if let Some(b) = broker {
-        acts.push((weight * b.activation, format!("{} {} × messageWeight {}", b.origin, b.activation_from, number_text(weight))));
+        acts.push((
+            weight * b.activation,
+            format!(
+                "{} {} × messageWeight {}",
+                b.origin,
+                b.activation_from,
+                number_text(weight)
+            ),
+        ));
     }
-    for sig in [&e.kv_cache, &e.ttft].into_iter().flatten().filter(|sig| sig.activation > 0.0) {
+    for sig in [&e.kv_cache, &e.ttft]
+        .into_iter()
+        .flatten()
+        .filter(|sig| sig.activation > 0.0)
+    {
         s.cannot.push(format!("{}: activationThreshold {} has no equivalent: at zero replicas there is no KV cache or latency to read; not carried", sig.origin, number_text(sig.activation)));
     }
     let activation = acts.iter().map(|(a, _)| *a).fold(f64::INFINITY, f64::min);
-    let activation = if activation.is_finite() { activation } else { 0.0 };
+    let activation = if activation.is_finite() {
+        activation
+    } else {
+        0.0
+    };
 
     let mut out = vec![Key::new(keys::SCALER_ADDRESS, SCALER_ADDRESS, "placeholder: the Service `kubectl apply -k k8s` and the Helm chart create; write your scaler's host:port".to_owned())];
     out.extend(e.keys(target));
@@ -278,34 +361,59 @@ fn write(
         s.cannot.extend(b.not_carried.iter().cloned());
     }
     if weight != 1.0 {
-        let b = broker.map(|b| (b.origin.clone(), b.per_replica)).unwrap_or_default();
+        let b = broker
+            .map(|b| (b.origin.clone(), b.per_replica))
+            .unwrap_or_default();
         out.push(Key::new(keys::MESSAGE_WEIGHT, &number_text(weight), format!(
             "w = T / {}'s per-replica target = {} / {}: the broker term w·Q asks ceil(Q/{}) replicas on its own, as before, and adds to the engines' work instead of competing in the HPA's max (if a message is a batch of k requests, set w = k and retune T)",
             b.0, number_text(target), number_text(b.1), number_text(b.1)
         )));
     }
-    out.push(Key::new(keys::TARGET_BACKLOG_PER_REPLICA, &number_text(target), target_why));
+    out.push(Key::new(
+        keys::TARGET_BACKLOG_PER_REPLICA,
+        &number_text(target),
+        target_why,
+    ));
     let act_why = if acts.is_empty() {
         "no trigger with an activation in requests: 0, active while B > 0".to_owned()
     } else {
         format!(
             "A = min({}) = {}: KEDA was active when any trigger was; B adds those terms, so the smallest keeps every old wake-up (activation only acts between 0 and 1 replica{})",
-            acts.iter().map(|(_, w)| w.as_str()).collect::<Vec<_>>().join("; "),
+            acts.iter()
+                .map(|(_, w)| w.as_str())
+                .collect::<Vec<_>>()
+                .join("; "),
             number_text(activation),
-            if min_replicas > 0 { format!("; minReplicaCount is {min_replicas}, so it is unused") } else { String::new() }
+            if min_replicas > 0 {
+                format!("; minReplicaCount is {min_replicas}, so it is unused")
+            } else {
+                String::new()
+            }
         )
     };
-    out.push(Key::new(keys::ACTIVATION_BACKLOG, &number_text(activation), act_why));
+    out.push(Key::new(
+        keys::ACTIVATION_BACKLOG,
+        &number_text(activation),
+        act_why,
+    ));
 
     // Credentials: one profile for the trigger (one `authProfile` key).
     let mut sections: Vec<(Section, Option<String>)> = Vec::new();
-    let prom_ref = prometheus.iter().find_map(|o| o.auth_ref.as_ref().map(|r| r.1.clone()));
-    if prom_ref.is_some() || !headers.is_empty() || prometheus.iter().any(|o| o.get("authModes").is_some()) {
+    let prom_ref = prometheus
+        .iter()
+        .find_map(|o| o.auth_ref.as_ref().map(|r| r.1.clone()));
+    if prom_ref.is_some()
+        || !headers.is_empty()
+        || prometheus.iter().any(|o| o.get("authModes").is_some())
+    {
         sections.push((Section::Prometheus, prom_ref));
     }
     if let Some((b, old)) = &s.broker {
         let stripped = b.keys.iter().any(|k| k.why.contains("credentials in it"));
-        let env_creds = old.metadata.iter().any(|(k, _)| k.starts_with("username") || k.starts_with("password"));
+        let env_creds = old
+            .metadata
+            .iter()
+            .any(|(k, _)| k.starts_with("username") || k.starts_with("password"));
         let auth = old.auth_ref.as_ref().map(|r| r.1.clone());
         if auth.is_some() || stripped || env_creds {
             sections.push((b.section, auth));
@@ -313,16 +421,29 @@ fn write(
             s.cannot.push(format!("{}: no authenticationRef: the scaler reads SQS with its own AWS identity (IRSA on its service account, or the default chain); its role needs sqs:GetQueueAttributes (and sqs:GetQueueUrl for a bare queue name)", b.origin));
         }
     }
-    let profile_name = sections.iter().find_map(|(_, r)| r.clone()).unwrap_or_else(|| name.to_owned());
+    let profile_name = sections
+        .iter()
+        .find_map(|(_, r)| r.clone())
+        .unwrap_or_else(|| name.to_owned());
     let profile_text = if sections.is_empty() {
         None
     } else {
         out.push(Key::new(keys::AUTH_PROFILE, &profile_name, "the profile below in the scaler's --config: KEDA does not forward a TriggerAuthentication to an external scaler (kedacore/keda#2571), so the credentials move to the scaler".to_owned()));
-        let (lines, notes) = profile::skeleton(&profile_name, namespace.as_deref(), &sections, &headers, auths);
+        let (lines, notes) = profile::skeleton(
+            &profile_name,
+            namespace.as_deref(),
+            &sections,
+            &headers,
+            auths,
+        );
         s.cannot.extend(notes);
         Some(lines)
     };
-    if spec.get("advanced").and_then(|a| a.get("scalingModifiers")).is_some() {
+    if spec
+        .get("advanced")
+        .and_then(|a| a.get("scalingModifiers"))
+        .is_some()
+    {
         s.cannot.push("spec.advanced.scalingModifiers: its formula names the old triggers, which the fused trigger replaces: remove it or rewrite it over the triggers that remain".to_owned());
     }
     if !prometheus.is_empty() && min_replicas == 0 {
@@ -337,13 +458,20 @@ fn write(
         None => s.cannot.push("no spec.fallback: consider one; the fused trigger answers UNAVAILABLE rather than 0 when its signal is lost, and KEDA applies the fallback then".to_owned()),
     }
 
-    let kind = if min_replicas == 0 { "external-push" } else { "external" };
+    let kind = if min_replicas == 0 {
+        "external-push"
+    } else {
+        "external"
+    };
     let mut metadata_map = Mapping::new();
     let mut metadata = Vec::new();
     for k in &out {
         if let Some(key) = &k.key {
             metadata_map.insert(Value::String(key.clone()), Value::String(redact(&k.value)));
-            metadata.push((key.clone(), k.check_value.clone().unwrap_or_else(|| k.value.clone())));
+            metadata.push((
+                key.clone(),
+                k.check_value.clone().unwrap_or_else(|| k.value.clone()),
+            ));
         }
     }
     let mut fused = Mapping::new();
@@ -356,20 +484,36 @@ fn write(
 
     let ns = namespace.clone().unwrap_or_else(|| "default".to_owned());
     let mut text = String::new();
-    let _ = writeln!(text, "# {file}:{start}: ScaledObject {ns}/{name}: {} trigger(s) fused into one, {} kept as they are", s.fused.len(), s.kept.len());
+    let _ = writeln!(
+        text,
+        "# {file}:{start}: ScaledObject {ns}/{name}: {} trigger(s) fused into one, {} kept as they are",
+        s.fused.len(),
+        s.kept.len()
+    );
     let _ = writeln!(text, "# Replace spec.triggers with:");
     text.push_str(&serde_yaml_ng::to_string(&Value::Mapping(root)).unwrap_or_default());
     let _ = writeln!(text, "# Where each value comes from:");
-    let _ = writeln!(text, "#   type {kind}: {}", if kind == "external-push" {
-        "minReplicaCount is 0, so the scaler's push of IsActive wakes the Deployment without waiting for KEDA's next poll"
-    } else {
-        "polled every pollingInterval (external-push would also push activation, useful with minReplicaCount 0)"
-    });
-    let _ = writeln!(text, "#   metricType unset: AverageValue, so the HPA asks ceil(B/T) replicas (B is the fused backlog)");
+    let _ = writeln!(
+        text,
+        "#   type {kind}: {}",
+        if kind == "external-push" {
+            "minReplicaCount is 0, so the scaler's push of IsActive wakes the Deployment without waiting for KEDA's next poll"
+        } else {
+            "polled every pollingInterval (external-push would also push activation, useful with minReplicaCount 0)"
+        }
+    );
+    let _ = writeln!(
+        text,
+        "#   metricType unset: AverageValue, so the HPA asks ceil(B/T) replicas (B is the fused backlog)"
+    );
     for k in &out {
         match &k.key {
-            Some(key) => { let _ = writeln!(text, "#   {key}: {}", redact(&k.why)); }
-            None => { let _ = writeln!(text, "#   ({})", redact(&k.why)); }
+            Some(key) => {
+                let _ = writeln!(text, "#   {key}: {}", redact(&k.why));
+            }
+            None => {
+                let _ = writeln!(text, "#   ({})", redact(&k.why));
+            }
         }
     }
     let _ = writeln!(text, "# Cannot carry over, or carried differently:");
@@ -377,62 +521,24 @@ fn write(
         let _ = writeln!(text, "#   - {}", redact(c));
     }
     if let Some(lines) = profile_text {
-        let _ = writeln!(text, "# Credentials: add to the scaler's --config (mount each Secret named there into the scaler):");
+        let _ = writeln!(
+            text,
+            "# Credentials: add to the scaler's --config (mount each Secret named there into the scaler):"
+        );
         for l in lines {
             let _ = writeln!(text, "#   {l}");
         }
     }
-    Migration { name: format!("{ns}/{name}"), namespace, text, metadata }
+    Migration {
+        name: format!("{ns}/{name}"),
+        namespace,
+        text,
+        metadata,
+    }
 }
 
 fn text_of(v: Option<&Value>) -> String {
-    v.and_then(Value::as_str).unwrap_or("<scaleTargetRef.name>").to_owned()
-}
-
-/// Validate the migration's metadata with the server's parser and, when
-/// `--config` has the profile it names (or it names none), with the
-/// outbound allowlist and the profiles: the line to print, `Err` on refusal.
-pub fn check(m: &Migration, config: &ScalerConfig) -> Result<String, String> {
-    let spec = match validate(&m.metadata) {
-        Ok(spec) => spec,
-        Err(errors) => {
-            let mut text = "# REFUSED by the server's metadata parser (a bug of --from-keda, or a value of the old trigger that is invalid here):".to_owned();
-            for e in errors {
-                let _ = write!(text, "\n#   invalid: {e}");
-            }
-            return Err(text);
-        }
-    };
-    let mut text = format!(
-        "# Checked: the server's metadata parser accepts it: metric `{}`, target {} per replica, {} source(s), mode {}",
-        spec.metric_name,
-        spec.fusion.target_per_replica,
-        spec.sources().len(),
-        spec.mode.as_str()
-    );
-    let profile = m.metadata.iter().find(|(k, _)| k == keys::AUTH_PROFILE).map(|(_, v)| v.clone());
-    if let Some(p) = &profile
-        && !config.profiles.names().any(|n| n == p)
-    {
-        let _ = write!(text, "\n# Not checked against --config: it has no profile `{p}` (add the one above, then run `check --no-probe --metadata`)");
-        return Ok(text);
-    }
-    let outbound = match config.outbound.policy() {
-        Ok(policy) => policy,
-        Err(e) => return Err(format!("{text}\n# --config: invalid outbound config: {e}")),
-    };
-    let found = FoundTrigger { origin: m.name.clone(), metadata: m.metadata.clone(), namespace: m.namespace.clone() };
-    match check_trigger_static(&found, &outbound, &config.profiles) {
-        Ok(_) => {
-            let _ = write!(text, "\n# Checked against --config: outbound allowlist and profiles accept it");
-            Ok(text)
-        }
-        Err(report) => {
-            let _ = write!(text, "\n# Refused by --config:");
-            for line in report.lines().skip(1) {
-                let _ = write!(text, "\n#  {line}");
-            }
-            Err(text)
-        }
-    }
+    v.and_then(Value::as_str)
+        .unwrap_or("<scaleTargetRef.name>")
+        .to_owned()
 }
