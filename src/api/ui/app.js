@@ -25,6 +25,7 @@
   ];
   const REPLICA_SERIES = [
     { key: "desired", label: "desired = ceil(B/T)", cls: "s-desired", step: true },
+    { key: "hpa", label: "HPA's replicas (min/max, scale-down window)", cls: "s-hpa", step: true },
     { key: "ready", label: "ready pods", cls: "s-ready", step: true },
   ];
 
@@ -79,6 +80,7 @@
       lat: value === null ? null : num(c.latencyTerm),
       kv: value === null ? null : num(c.kvTerm),
       desired: value === null ? null : num(t.desiredReplicas),
+      hpa: reported ? num(reported.desired) : null,
       ready: reported ? num(reported.ready) : null,
     };
   }
