@@ -5,7 +5,9 @@
 //! Rule: sources and decisions are called from here, never the other way
 //! round. May use `decide`, `trigger`, `source` and `guard`.
 
+pub mod backoff;
 pub mod cache;
 pub mod poller;
+pub mod retry;
 pub mod shutdown;
 pub mod telemetry;

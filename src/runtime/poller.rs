@@ -2,14 +2,15 @@
 //! that reads it.
 //!
 //! A poller owns timing and failure for its source: it reads every poll
-//! interval, bounds each reading with a timeout, retries sooner (with jitter)
-//! after a failure, and publishes the latest [`SignalState`] on a watch
-//! channel. It keeps the last good reading; judging whether that reading is
-//! still young enough is the trigger's job, because the age limit is per
-//! trigger. A poller stops when the last trigger using it drops its handle.
+//! interval, bounds each poll with a deadline, retries a transient failure
+//! within it (`retry`), polls again sooner after a transient failed poll and
+//! later, backing off to a cap, after a permanent one (`backoff`), and
+//! publishes the latest [`SignalState`] on a watch channel. It keeps the
+//! last good reading; judging whether that reading is still young enough is
+//! the trigger's job, because the age limit is per trigger. A poller stops
+//! when the last trigger using it drops its handle.
 
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -18,6 +19,9 @@ use tokio::task::AbortHandle;
 
 use crate::decide::signal_state::FailingPod;
 pub use crate::decide::signal_state::{SignalState, Timed};
+use crate::runtime::backoff::{SplitMix, backoff_after, transient_delay};
+pub use crate::runtime::retry::read_once;
+use crate::runtime::retry::read_with_retries;
 use crate::runtime::telemetry::Telemetry;
 use crate::source::context::SourceContext;
 use crate::source::engine::PodFailure;
@@ -50,6 +54,9 @@ pub struct Poller {
     key: PollerKey,
     label: String,
     state: watch::Receiver<Arc<SignalState>>,
+    /// Bumped when a trigger with new metadata starts using this poller:
+    /// a backoff ends and the next poll starts at once.
+    registrations: watch::Sender<u64>,
     task: AbortHandle,
     telemetry: Arc<Telemetry>,
 }
@@ -107,22 +114,30 @@ impl PollerRegistry {
     pub fn acquire(&self, key: PollerKey) -> Arc<Poller> {
         let mut pollers = self.pollers.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(existing) = pollers.get(&key).and_then(Weak::upgrade) {
+            // Only a new registration gets here (a known trigger keeps its
+            // handles): its metadata may be the fix for what failed.
+            existing
+                .registrations
+                .send_modify(|n| *n = n.wrapping_add(1));
             return existing;
         }
         pollers.retain(|_, weak| weak.strong_count() > 0);
         let label = key.source.label();
         let (tx, rx) = watch::channel(Arc::new(SignalState::default()));
+        let (registrations, registered) = watch::channel(0u64);
         let task = tokio::spawn(poll_loop(
             key.clone(),
             label.clone(),
             self.ctx.clone(),
             tx,
+            registered,
             self.telemetry.clone(),
         ));
         let poller = Arc::new(Poller {
             key: key.clone(),
             label: label.clone(),
             state: rx,
+            registrations,
             task: task.abort_handle(),
             telemetry: self.telemetry.clone(),
         });
@@ -133,18 +148,12 @@ impl PollerRegistry {
     }
 }
 
-/// Each reading may take at most this share of the interval, so a slow
+/// Each poll may take at most this share of the interval, so a slow
 /// upstream never makes polls pile up.
 const TIMEOUT_SHARE: f64 = 0.8;
-/// First retry after a failure comes this soon (then doubles up to the interval).
-const FIRST_RETRY: Duration = Duration::from_millis(250);
 
-/// Each pod's scrape may take at most this share of the reading timeout:
-/// a pod that hangs fails on its own, before the whole reading times out
-/// and takes every other pod's answer with it.
-const POD_SHARE: f64 = 0.9;
-
-/// The reading timeout for a poll interval.
+/// The poll timeout for a poll interval: every attempt of a poll, retries
+/// included, ends within it.
 pub fn read_timeout(interval: Duration) -> Duration {
     interval.mul_f64(TIMEOUT_SHARE).min(Duration::from_secs(10))
 }
@@ -154,26 +163,46 @@ async fn poll_loop(
     label: String,
     ctx: SourceContext,
     tx: watch::Sender<Arc<SignalState>>,
+    mut registered: watch::Receiver<u64>,
     telemetry: Arc<Telemetry>,
 ) {
     let timeout = read_timeout(key.interval);
     let mut state = SignalState::default();
     let mut memory = SourceMemory::default();
+    let mut rng = SplitMix::for_source(&label);
     // Broker calls get the same bound as the reading, so an abandoned
     // blocking call (librdkafka) ends by itself.
     let ctx = SourceContext {
         brokers: ctx.brokers.with_request_timeout(timeout),
         ..ctx
     };
+    // Set when a registration ended a backoff: the count restarted, and a
+    // success still ends a failure episode.
+    let mut reset = false;
     loop {
+        // Registrations before this poll see its outcome; only a later one
+        // ends the backoff that outcome may start.
+        registered.borrow_and_update();
         let started = Instant::now();
-        let result = match tokio::time::timeout(
+        let attempted = tokio::time::timeout(
             timeout,
-            read_polled(&key.source, &ctx, &mut memory, timeout),
+            read_with_retries(
+                &key.source,
+                &ctx,
+                &mut memory,
+                started + timeout,
+                timeout,
+                &mut rng,
+            ),
         )
-        .await
-        {
-            Ok(result) => result,
+        .await;
+        let result = match attempted {
+            Ok(attempted) => {
+                if attempted.retries > 0 {
+                    tracing::debug!(source = %label, retries = attempted.retries, ok = attempted.result.is_ok(), "poll retried");
+                }
+                attempted.result
+            }
             Err(_) => Err(SourceError::timeout(timeout)),
         };
         let elapsed = started.elapsed();
@@ -187,9 +216,10 @@ async fn poll_loop(
                 if malformed > 0 {
                     tracing::warn!(source = %label, malformed_lines = malformed, "skipped malformed lines in upstream data");
                 }
-                if state.failing() {
+                if state.failing() || reset {
                     tracing::info!(source = %label, failures = state.consecutive_failures, "source recovered");
                 }
+                reset = false;
                 state.last_good = Some(timed_now(reading));
                 state.consecutive_failures = 0;
             }
@@ -204,32 +234,42 @@ async fn poll_loop(
                 state.consecutive_failures = state.consecutive_failures.saturating_add(1);
             }
         }
-        let failures = state.consecutive_failures;
         tx.send_replace(Arc::new(state.clone()));
-        let wait = if failures == 0 {
-            key.interval
-        } else {
-            retry_delay(failures, key.interval, &label)
-        };
-        tokio::time::sleep_until((started + wait).into()).await;
-    }
-}
-
-/// One poll's reading: pod-scrape sources pod by pod (the pods that
-/// answered, and how each other discovered pod failed), every other source
-/// as [`read_once`].
-async fn read_polled(
-    source: &SourceSpec,
-    ctx: &SourceContext,
-    memory: &mut SourceMemory,
-    timeout: Duration,
-) -> Result<(Reading, Vec<PodFailure>), SourceError> {
-    match source {
-        SourceSpec::Engine(source) => {
-            let read = source.read_pods(ctx, timeout.mul_f64(POD_SHARE)).await?;
-            Ok((Reading::Engine(read.reading), read.failed))
+        let backoff = state.last_failure.as_ref().and_then(|failure| {
+            backoff_after(
+                failure.value.kind(),
+                state.consecutive_failures,
+                failure.at,
+                key.interval,
+                &label,
+            )
+        });
+        match backoff {
+            Some(backoff) => {
+                if state.consecutive_failures == 1 {
+                    tracing::warn!(source = %label, delay_s = backoff.delay.as_secs_f64(), "source fails permanently; backing off (doubling per failed poll, up to 300 s) until it answers or a trigger with new metadata uses it");
+                }
+                // `/explain` recomputes this wait from the published state
+                // (`backoff_after`), so the poller sleeps exactly by it.
+                let woken = tokio::select! {
+                    _ = tokio::time::sleep_until(backoff.next_attempt.into()) => false,
+                    changed = registered.changed() => changed.is_ok(),
+                };
+                if woken {
+                    reset = true;
+                    tracing::info!(source = %label, "backoff reset: a trigger with new metadata uses this source");
+                    // The count restarts, and with it the backoff.
+                    state.consecutive_failures = 0;
+                }
+            }
+            None => {
+                let wait = match state.consecutive_failures {
+                    0 => key.interval,
+                    failures => transient_delay(failures, key.interval, &mut rng),
+                };
+                tokio::time::sleep_until((started + wait).into()).await;
+            }
         }
-        other => Ok((read_once(other, ctx, memory).await?, Vec::new())),
     }
 }
 
@@ -307,60 +347,9 @@ fn log_pod_changes(label: &str, before: &[FailingPod], after: &[FailingPod], now
     }
 }
 
-/// Take one reading of `source`, calling its reader directly. `memory` is
-/// the poller's state between readings (open broker connections, Kafka's
-/// previous offsets). A pod-scrape source is read all-or-nothing here (as
-/// `check` probes it); the pollers read it pod by pod.
-pub async fn read_once(
-    source: &SourceSpec,
-    ctx: &SourceContext,
-    memory: &mut SourceMemory,
-) -> Result<Reading, SourceError> {
-    match source {
-        SourceSpec::Engine(source) => source.read(ctx).await.map(Reading::Engine),
-        SourceSpec::Dcgm(source) => source.read(ctx).await.map(Reading::Gpu),
-        SourceSpec::Prometheus(query) => query.read(ctx).await.map(Reading::Query),
-        SourceSpec::Broker(source) => source
-            .read(&ctx.brokers, &mut memory.broker)
-            .await
-            .map(Reading::Broker),
-    }
-}
-
-/// Exponential backoff from [`FIRST_RETRY`] to the interval, with ±25 %
-/// jitter so that many pollers failing together do not retry in lockstep.
-fn retry_delay(failures: u32, interval: Duration, seed: &str) -> Duration {
-    let exponent = failures.saturating_sub(1).min(16);
-    let base = FIRST_RETRY.saturating_mul(1 << exponent).min(interval);
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    seed.hash(&mut hasher);
-    failures.hash(&mut hasher);
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0)
-        .hash(&mut hasher);
-    let jitter = (hasher.finish() % 1000) as f64 / 1000.0; // 0..1
-    base.mul_f64(0.75 + jitter * 0.5).min(interval)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn retry_backs_off_within_the_interval() {
-        let interval = Duration::from_secs(5);
-        let first = retry_delay(1, interval, "s");
-        assert!(
-            first >= Duration::from_millis(187) && first <= Duration::from_millis(313),
-            "{first:?}"
-        );
-        for failures in 1..40 {
-            assert!(retry_delay(failures, interval, "s") <= interval);
-        }
-        assert!(retry_delay(10, interval, "s") >= Duration::from_millis(3750));
-    }
 
     #[test]
     fn a_failing_pod_carries_its_last_good_reading_and_a_gone_one_is_dropped() {
