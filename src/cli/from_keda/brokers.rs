@@ -3,7 +3,7 @@
 //! per-replica target in messages, which the fused trigger turns into
 //! `targetBacklogPerReplica` and `messageWeight`.
 
-use super::{Key, Old, number_text, strip_userinfo};
+use super::model::{Key, Old, number_text, strip_userinfo};
 use crate::guard::credentials::Section;
 use crate::trigger::keys;
 

@@ -3,8 +3,8 @@
 //! keys (`prometheusAddress`, the filter or queries, `runningPerReplica`,
 //! `kvCacheTarget`, the latency guard).
 
+use super::model::{Key, Old, number_text, strip_userinfo};
 use super::promql::{Aggregation, Matcher, Shape, recognise};
-use super::{Key, Old, number_text, strip_userinfo};
 use crate::source::Engine;
 use crate::source::prometheus::DefaultQueries;
 use crate::trigger::keys;

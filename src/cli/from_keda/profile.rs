@@ -153,6 +153,12 @@ pub fn skeleton(
                 })
                 .collect();
         }
+        if *section == Section::Prometheus && fields.is_empty() && headers.is_empty() {
+            if let Some(last) = lines.last_mut() {
+                last.push_str(" {}   # no credentials; there because authProfile also serves the PromQL queries");
+            }
+            continue;
+        }
         if *section == Section::Prometheus {
             for h in headers {
                 fields.push((

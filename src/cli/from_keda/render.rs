@@ -8,8 +8,8 @@ use serde_yaml_ng::{Mapping, Value};
 
 use super::brokers::{self, BrokerPart};
 use super::engine::{self, EnginePart};
+use super::model::{FromKedaError, Key, Migration, Old, number_text};
 use super::profile;
-use super::{FromKedaError, Key, Migration, Old, number_text};
 use crate::guard::credentials::Section;
 use crate::guard::redact::redact;
 use crate::trigger::keys;
@@ -420,6 +420,14 @@ fn write(
         } else if b.section == Section::Aws {
             s.cannot.push(format!("{}: no authenticationRef: the scaler reads SQS with its own AWS identity (IRSA on its service account, or the default chain); its role needs sqs:GetQueueAttributes (and sqs:GetQueueUrl for a bare queue name)", b.origin));
         }
+    }
+    // One `authProfile` serves the broker and the PromQL queries, and the
+    // server requires a `prometheus` section of it then (empty is enough).
+    if !sections.is_empty()
+        && !prometheus.is_empty()
+        && !sections.iter().any(|(s, _)| *s == Section::Prometheus)
+    {
+        sections.insert(0, (Section::Prometheus, None));
     }
     let profile_name = sections
         .iter()
