@@ -55,20 +55,27 @@ pub fn run(path: &Path, config: &ScalerConfig) -> ExitCode {
         }
     };
     let mut ok = true;
+    let mut out = String::new();
     for (i, m) in migrations.iter().enumerate() {
         if i > 0 {
-            println!("---");
+            out.push_str("---\n");
         }
         let verdict = check(m, config);
         ok &= verdict.is_ok();
         // Already redacted where it quotes the input (render.rs); the
         // profile skeleton names files, and the redactor would mangle
         // `password: {file: …}`.
-        print!("{}", m.text);
+        out.push_str(&m.text);
         match verdict {
-            Ok(line) | Err(line) => println!("{}", redact(&line)),
+            Ok(line) | Err(line) => {
+                out.push_str(&redact(&line));
+                out.push('\n');
+            }
         }
     }
+    // One write, and a closed pipe (`| head`) is not a crash.
+    use std::io::Write as _;
+    let _ = std::io::stdout().lock().write_all(out.as_bytes());
     if ok {
         ExitCode::SUCCESS
     } else {
