@@ -179,6 +179,8 @@ async fn poll_loop(
     // Set when a registration ended a backoff: the count restarted, and a
     // success still ends a failure episode.
     let mut reset = false;
+    // Set while the newest poll's failure backs off: its start is logged once.
+    let mut backing_off = false;
     loop {
         // Registrations before this poll see its outcome; only a later one
         // ends the backoff that outcome may start.
@@ -246,7 +248,7 @@ async fn poll_loop(
         });
         match backoff {
             Some(backoff) => {
-                if state.consecutive_failures == 1 {
+                if !backing_off {
                     tracing::warn!(source = %label, delay_s = backoff.delay.as_secs_f64(), "source fails permanently; backing off (doubling per failed poll, up to 300 s) until it answers or a trigger with new metadata uses it");
                 }
                 // `/explain` recomputes this wait from the published state
@@ -255,6 +257,7 @@ async fn poll_loop(
                     _ = tokio::time::sleep_until(backoff.next_attempt.into()) => false,
                     changed = registered.changed() => changed.is_ok(),
                 };
+                backing_off = !woken;
                 if woken {
                     reset = true;
                     tracing::info!(source = %label, "backoff reset: a trigger with new metadata uses this source");
@@ -263,6 +266,7 @@ async fn poll_loop(
                 }
             }
             None => {
+                backing_off = false;
                 let wait = match state.consecutive_failures {
                     0 => key.interval,
                     failures => transient_delay(failures, key.interval, &mut rng),
