@@ -175,7 +175,7 @@ fn nearest_key(key: &str) -> Option<&'static str> {
                     1
                 } else if chars.abs_diff(valid.len()) > near_enough(k) {
                     // The distance is at least the length difference: too far to
-                    // suggest, and a 100 KB key took 14 s to compare (fuzzing).
+                    // suggest, and a 100 KB key took 7 s to compare (fuzzing).
                     usize::MAX
                 } else {
                     strsim::damerau_levenshtein(&lower, &valid)
