@@ -5,8 +5,11 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use crate::decide::capacity::learn::DrainRateSource;
 use crate::decide::freshness::Evaluation;
-use crate::decide::fusion::{Components, Driver, FusionParams, GpuAction, Policy};
+use crate::decide::fusion::{
+    CapacityEstimate, Components, Driver, FusionParams, GpuAction, Policy,
+};
 use crate::decide::quorum::{Fleet, PodState};
 use crate::runtime::cache::{Status, TriggerEntry};
 use crate::source::Reading;
@@ -71,6 +74,11 @@ pub struct TriggerExplain {
     /// Seconds until the value expires unless a new reading arrives.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub valid_for_seconds: Option<f64>,
+    /// While the `capacity` policy's rate estimate is not valid yet (the
+    /// trigger is fresh on this scaler: a restart or a failover), what is
+    /// done meanwhile: `D` is at least the backlog formula.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warming: Option<Warming>,
     /// When it was evaluated (Unix seconds).
     pub evaluated_at_unix: f64,
     /// Per source.
@@ -94,6 +102,72 @@ pub struct SourceExplain {
     /// The last good reading (per pod).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reading: Option<Reading>,
+    /// While the source fails permanently (HTTP 404/410, 401/403, no such
+    /// host name) and its poller waits longer than the interval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backoff: Option<BackoffExplain>,
+}
+
+/// A fresh trigger's warm-up, explained.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Warming {
+    /// `warming`.
+    pub state: &'static str,
+    /// Seconds until the rate estimate counts on its own (0 while no rate
+    /// has been measured yet).
+    pub seconds_left: f64,
+    /// What the floor is and why.
+    pub reason: String,
+}
+
+/// A permanently failing source's backoff, explained.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BackoffExplain {
+    /// `backing off`.
+    pub state: &'static str,
+    /// Seconds until the next poll.
+    pub next_attempt_in_seconds: f64,
+    /// The current wait between polls, seconds.
+    pub delay_seconds: f64,
+    /// Why, and what ends it.
+    pub reason: String,
+}
+
+/// The backoff of `state`'s source, as its poller computes it.
+fn backoff_of(
+    label: &str,
+    state: &crate::decide::signal_state::SignalState,
+    interval: std::time::Duration,
+    now: Instant,
+) -> Option<BackoffExplain> {
+    let failure = state.last_failure.as_ref().filter(|_| state.failing())?;
+    let backoff = crate::runtime::backoff::backoff_after(
+        failure.value.kind(),
+        state.consecutive_failures,
+        failure.at,
+        interval,
+        label,
+    )?;
+    Some(BackoffExplain {
+        state: "backing off",
+        next_attempt_in_seconds: round3(
+            backoff
+                .next_attempt
+                .saturating_duration_since(now)
+                .as_secs_f64(),
+        ),
+        delay_seconds: round3(backoff.delay.as_secs_f64()),
+        reason: format!(
+            "{} ({}) does not go away by itself: after {} failed polls in a row the next poll waits {} s (pollIntervalSeconds doubled per failed poll, at most {} s); a success, or a trigger with new metadata using this source, ends the backoff",
+            failure.value,
+            failure.value.kind().as_str(),
+            state.consecutive_failures,
+            round3(backoff.delay.as_secs_f64()),
+            crate::runtime::backoff::BACKOFF_CAP.max(interval).as_secs()
+        ),
+    })
 }
 
 fn unix(t: SystemTime) -> f64 {
@@ -107,12 +181,15 @@ fn unix(t: SystemTime) -> f64 {
 pub fn formula(params: &FusionParams, c: &Components, backlog: f64) -> String {
     let t = params.target_per_replica;
     let mut text = match (params.policy, c.capacity) {
+        // While μ is being learned the backlog formula is the floor: when it
+        // decided, it is the formula shown (μ's state is in `capacity`).
+        (Policy::Capacity(_), Some(e)) if floor_decided(&e, c) => backlog_formula(params, c),
         (Policy::Capacity(p), Some(e)) => format!(
             "D = T·((1+headroom)·λ_peak/μ + Σ min(1, W_i/(μ·H))) = {t}·((1+{})·{}/{}{} + {}) = {} (arrivals now {} req/s, smoothed {} req/s)",
             p.headroom,
             round3(e.peak_rate),
             round3(e.drain_rate),
-            if e.drain_rate_learned { " learned" } else { "" },
+            drain_note(&e),
             round3(e.pod_backlog_term),
             round3(c.demand),
             round3(e.arrival_rate),
@@ -125,6 +202,28 @@ pub fn formula(params: &FusionParams, c: &Components, backlog: f64) -> String {
     }
     text.push_str(&guards_text(params, c, backlog));
     text
+}
+
+/// The backlog floor set `D` (it is at least the capacity terms).
+fn floor_decided(e: &CapacityEstimate, c: &Components) -> bool {
+    let backlog = c.waiting + c.broker_term.unwrap_or(0.0) + c.running_term.unwrap_or(0.0);
+    e.backlog_floor && c.demand <= backlog
+}
+
+/// How μ was obtained, after its number: ` learned (fit, ±3 %)`.
+fn drain_note(e: &CapacityEstimate) -> String {
+    let source = match e.drain_rate_source {
+        DrainRateSource::Configured => return String::new(),
+        DrainRateSource::Prior => return " (prior)".to_owned(),
+        DrainRateSource::Samples => "samples",
+        DrainRateSource::Fit => "fit",
+        DrainRateSource::Bounds => "bounds",
+        DrainRateSource::None => "none",
+    };
+    match e.drain_rate_relative_error {
+        Some(r) => format!(" learned ({source}, ±{}%)", (r * 1000.0).round() / 10.0),
+        None => format!(" learned ({source})"),
+    }
 }
 
 fn round3(v: f64) -> f64 {
@@ -273,6 +372,7 @@ impl TriggerExplain {
             max_signal_age_seconds: spec.max_signal_age.as_secs(),
             pods: evaluation.fleet.clone(),
             valid_for_seconds: None,
+            warming: None,
             evaluated_at_unix: unix(evaluation.evaluated_at),
             sources: evaluation
                 .signals
@@ -291,6 +391,7 @@ impl TriggerExplain {
                         .then(|| s.state.last_failure.as_ref().map(|f| f.value.to_string()))
                         .flatten(),
                     reading: s.state.last_good.as_ref().map(|g| g.value.clone()),
+                    backoff: backoff_of(&s.label, &s.state, spec.poll_interval, now),
                 })
                 .collect(),
         };
@@ -313,6 +414,16 @@ impl TriggerExplain {
                     decision.backlog,
                 ));
                 explain.components = Some(decision.components);
+                explain.warming = evaluation.warming_seconds.map(|left| Warming {
+                    state: "warming",
+                    seconds_left: round3(left),
+                    reason: format!(
+                        "this scaler has not watched the arrival rate for arrivalSmoothingSeconds yet (a restart or a failover); until it has, D is at least the backlog formula W + w·Q + T·R/C = {}",
+                        decision.components.waiting
+                            + decision.components.broker_term.unwrap_or(0.0)
+                            + decision.components.running_term.unwrap_or(0.0)
+                    ),
+                });
                 if let Status::Ready { valid_until, .. } = &evaluation.status {
                     explain.valid_for_seconds =
                         Some(valid_until.saturating_duration_since(now).as_secs_f64());

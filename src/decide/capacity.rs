@@ -26,6 +26,10 @@ use serde::Serialize;
 
 pub use crate::trigger::params::CapacityParams;
 
+pub mod learn;
+
+use learn::{DrainRateLearner, DrainRateSource, PodPoint};
+
 /// One pod's counters and gauges at one reading.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PodCounters {
@@ -35,8 +39,11 @@ pub struct PodCounters {
     pub waiting: f64,
     /// `R_i`.
     pub running: f64,
-    /// `F_i`: finished requests, all reasons, since the pod started.
-    pub finished_total: f64,
+    /// `F_i`: finished requests, all reasons, since the pod started; `None`
+    /// when the pod did not expose it this poll.
+    pub finished_total: Option<f64>,
+    /// KV-cache usage 0–1, if reported (gives the full batch `R/kv`).
+    pub kv_cache_usage: Option<f64>,
 }
 
 /// What the policy estimated at one reading: every number in the formula.
@@ -49,10 +56,28 @@ pub struct CapacityEstimate {
     pub smoothed_rate: f64,
     /// `λ_peak`.
     pub peak_rate: f64,
-    /// `μ` in use (configured, or learned within bounds).
+    /// `μ` in use; 0 while nothing is known (the rate terms are then 0 and
+    /// the backlog floor decides).
     pub drain_rate: f64,
-    /// True when `μ` is the learned value.
+    /// True when `μ` comes from the pods' counters (samples, fit or bounds).
     pub drain_rate_learned: bool,
+    /// How `μ` was obtained.
+    pub drain_rate_source: DrainRateSource,
+    /// Relative standard error of the learned time in service at the full
+    /// batch (0.05 is 5 %), when there are samples.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drain_rate_relative_error: Option<f64>,
+    /// Forgetting-weighted windows of samples behind the learned `μ`.
+    pub drain_rate_samples: f64,
+    /// Seconds since the newest sample, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drain_rate_age_seconds: Option<f64>,
+    /// `K`, the full batch `μ` is extrapolated to, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub full_batch: Option<f64>,
+    /// `D` is at least the backlog formula `W + T·R/C`: `μ` is not
+    /// confident yet, or a pod's counter is missing this poll.
+    pub backlog_floor: bool,
     /// `(1 + headroom)·λ_peak/μ`, in replicas.
     pub rate_term: f64,
     /// `Σ_pods min(1, W_i/(μ·H))`, in replicas.
@@ -71,15 +96,47 @@ pub struct CapacityState {
     smoothed: Option<f64>,
     /// (time, λ̂) with λ̂ strictly decreasing: the front is the window's max.
     peaks: VecDeque<(f64, f64)>,
-    learned: Option<f64>,
+    learner: DrainRateLearner,
     /// `a/Δt` of the newest poll, repeated when the same reading is seen again.
     last_arrival_rate: f64,
+    /// The newest poll lacked a pod's counter.
+    incomplete: bool,
+    /// When the first reading was taken: the rate estimate warms up from
+    /// here ([`CapacityState::warming`]).
+    first_at: Option<f64>,
+    /// A rate has been measured (two readings with every counter).
+    rate_measured: bool,
 }
+
+/// Finishes a pod running `R` requests for `Δt` must show, at the learned
+/// time in service, before a still counter is read as stale (a scrape of a
+/// wedged exporter) rather than as requests that are merely long.
+const STALE_EXPECTED_FINISHES: f64 = 10.0;
+
+/// The counter stood still while the pod kept requests running long enough
+/// that several should have finished.
+fn stale(prev: &PodCounters, now: &PodCounters, dt: f64, service_seconds: f64) -> bool {
+    let expected = prev.running.min(now.running) * dt / service_seconds.max(1e-9);
+    prev.finished_total.is_some()
+        && prev.finished_total == now.finished_total
+        && expected >= STALE_EXPECTED_FINISHES
+}
+
+/// `μ` in use, and how it was obtained.
+struct Drain {
+    mu: Option<f64>,
+    source: DrainRateSource,
+    learned: learn::Learned,
+}
+
+/// Windows of samples before a bounds-only estimate replaces a configured prior.
+const BOUNDS_OVER_PRIOR_SAMPLES: f64 = 3.0;
 
 impl CapacityState {
     /// Fold in one reading taken at `t` seconds. `running_per_replica` (`C`)
-    /// seeds the rate on the first reading as the fleet's current drain,
-    /// `μ·ΣR/C`, so a restarted scaler does not start from zero demand.
+    /// caps the full batch, and seeds the rate on the first reading as the
+    /// fleet's current drain, `μ·ΣR/C`, so a restarted scaler does not start
+    /// from zero demand (when `μ` is known).
     pub fn observe(
         &mut self,
         params: &CapacityParams,
@@ -87,60 +144,105 @@ impl CapacityState {
         pods: &[PodCounters],
         running_per_replica: Option<f64>,
     ) -> CapacityEstimate {
-        let configured = params.drain_rate_per_replica;
         let current: HashMap<String, PodCounters> =
             pods.iter().map(|p| (p.pod.clone(), p.clone())).collect();
+        let mut incomplete = pods.iter().any(|p| p.finished_total.is_none());
         let mut arrival_rate = 0.0;
         match self.previous.take() {
             Some((t0, before)) if t > t0 => {
                 let dt = t - t0;
                 let mut arrivals = 0.0;
-                let mut saturated_drain = Vec::new();
+                let service = self.learner.service_seconds();
+                let mut stale_pods = Vec::new();
                 for now in pods {
+                    if let (Some(prev), Some(s)) = (before.get(&now.pod), service)
+                        && stale(prev, now, dt, s)
+                    {
+                        incomplete = true;
+                        stale_pods.push(now.pod.as_str());
+                        continue;
+                    }
                     let Some(prev) = before.get(&now.pod) else {
                         continue; // joined this poll: baseline only
                     };
-                    if now.finished_total < prev.finished_total {
+                    let (Some(f_now), Some(f_prev)) = (now.finished_total, prev.finished_total)
+                    else {
+                        continue; // no counter on one side: nothing to diff
+                    };
+                    if f_now < f_prev {
                         continue; // counter reset: the pod restarted
                     }
-                    let finished = now.finished_total - prev.finished_total;
-                    arrivals +=
-                        finished + (now.waiting - prev.waiting) + (now.running - prev.running);
-                    if prev.waiting > 0.0 && now.waiting > 0.0 {
-                        saturated_drain.push(finished / dt);
+                    arrivals += (f_now - f_prev)
+                        + (now.waiting - prev.waiting)
+                        + (now.running - prev.running);
+                }
+                if params.learn_drain_rate {
+                    for pod in pods {
+                        let counter = pod
+                            .finished_total
+                            .filter(|_| !stale_pods.contains(&pod.pod.as_str()));
+                        let point = counter.map(|finished_total| PodPoint {
+                            waiting: pod.waiting,
+                            running: pod.running,
+                            finished_total,
+                            kv_cache_usage: pod.kv_cache_usage,
+                        });
+                        self.learner.observe_pod(&pod.pod, t, point);
                     }
+                    self.learner.set_batch_cap(running_per_replica);
+                    self.learner
+                        .retain_pods(&|pod: &str| current.contains_key(pod));
                 }
-                arrival_rate = arrivals.max(0.0) / dt;
-                let alpha = 1.0 - (-dt / params.arrival_smoothing_seconds.max(1e-9)).exp();
-                let smoothed = self.smoothed.unwrap_or(arrival_rate);
-                let mut next = smoothed + alpha * (arrival_rate - smoothed);
-                // An EWMA only approaches 0; without a floor an idle
-                // Deployment would never become inactive (scale to zero).
-                if arrivals <= 0.0 && next < IDLE_RATE_FRACTION * configured {
-                    next = 0.0;
-                }
-                self.smoothed = Some(next);
-                if params.learn_drain_rate && !saturated_drain.is_empty() {
-                    let observed =
-                        saturated_drain.iter().sum::<f64>() / saturated_drain.len() as f64;
-                    let learned = self.learned.unwrap_or(configured);
-                    let next = learned + alpha * (observed - learned);
-                    self.learned = Some(next.clamp(0.5 * configured, 1.5 * configured));
+                // A pod without its counter hides its arrivals: hold λ̂
+                // rather than read the gap as less demand.
+                if !incomplete {
+                    arrival_rate = arrivals.max(0.0) / dt;
+                    let mu = self.drain(params, running_per_replica).mu.unwrap_or(1.0);
+                    let alpha = 1.0 - (-dt / params.arrival_smoothing_seconds.max(1e-9)).exp();
+                    let smoothed = self.smoothed.unwrap_or(arrival_rate);
+                    let mut next = smoothed + alpha * (arrival_rate - smoothed);
+                    // An EWMA only approaches 0; without a floor an idle
+                    // Deployment would never become inactive (scale to zero).
+                    if arrivals <= 0.0 && next < IDLE_RATE_FRACTION * mu {
+                        next = 0.0;
+                    }
+                    self.smoothed = Some(next);
+                    self.rate_measured = true;
                 }
             }
             Some((t0, before)) => {
                 // Same or older timestamp (a re-evaluation): nothing new.
                 self.previous = Some((t0, before));
-                return self.estimate(params, t, pods, self.last_arrival_rate);
+                return self.estimate(params, t, pods, running_per_replica);
             }
             None => {
-                let seed = running_per_replica
-                    .map(|c| configured * pods.iter().map(|p| p.running).sum::<f64>() / c)
-                    .unwrap_or(0.0);
-                self.smoothed = Some(seed);
+                if params.learn_drain_rate {
+                    for pod in pods {
+                        let point = pod.finished_total.map(|finished_total| PodPoint {
+                            waiting: pod.waiting,
+                            running: pod.running,
+                            finished_total,
+                            kv_cache_usage: pod.kv_cache_usage,
+                        });
+                        self.learner.observe_pod(&pod.pod, t, point);
+                    }
+                    self.learner.set_batch_cap(running_per_replica);
+                }
+                let mu = self.drain(params, running_per_replica).mu;
+                // Without a seed, λ̂ starts at the first measured rate
+                // rather than at 0: an EWMA from 0 is still 37 % low after
+                // one time constant, long after the warm-up floor ends.
+                self.smoothed = match (mu, running_per_replica) {
+                    (Some(mu), Some(c)) => {
+                        Some(mu * pods.iter().map(|p| p.running).sum::<f64>() / c)
+                    }
+                    _ => None,
+                };
+                self.first_at.get_or_insert(t);
             }
         }
         self.previous = Some((t, current));
+        self.incomplete = incomplete;
         self.last_arrival_rate = arrival_rate;
         let smoothed = self.smoothed.unwrap_or(0.0);
         while self.peaks.back().is_some_and(|(_, v)| *v <= smoothed) {
@@ -154,228 +256,117 @@ impl CapacityState {
         {
             self.peaks.pop_front();
         }
-        self.estimate(params, t, pods, arrival_rate)
+        self.estimate(params, t, pods, running_per_replica)
+    }
+
+    /// Seconds of warm-up left at `t`, or `None` once the rate estimate is
+    /// valid: a rate has been measured and `arrivalSmoothingSeconds` have
+    /// passed since the first reading. Until then a fresh trigger (a
+    /// restarted or failed-over scaler) answers at least the backlog
+    /// formula (docs/decisions/0021); no reading yet is warming too.
+    pub fn warming(&self, params: &CapacityParams, t: f64) -> Option<f64> {
+        let Some(first) = self.first_at else {
+            return Some(params.arrival_smoothing_seconds);
+        };
+        let left = params.arrival_smoothing_seconds - (t - first);
+        (left > 0.0 || !self.rate_measured).then_some(left.max(0.0))
+    }
+
+    fn drain(&self, params: &CapacityParams, running_per_replica: Option<f64>) -> Drain {
+        let configured = params.drain_rate_per_replica;
+        let learned = self.learner.estimate(running_per_replica);
+        if !params.learn_drain_rate {
+            return Drain {
+                mu: configured,
+                source: DrainRateSource::Configured,
+                learned,
+            };
+        }
+        match (learned.drain_rate, configured) {
+            (Some(mu), _) if learned.confident() => Drain {
+                mu: Some(mu),
+                source: learned.source,
+                learned,
+            },
+            (Some(mu), None) => Drain {
+                mu: Some(mu),
+                source: DrainRateSource::Bounds,
+                learned,
+            },
+            (Some(mu), Some(_)) if learned.samples >= BOUNDS_OVER_PRIOR_SAMPLES => Drain {
+                mu: Some(mu),
+                source: DrainRateSource::Bounds,
+                learned,
+            },
+            (_, Some(prior)) => Drain {
+                mu: Some(prior),
+                source: DrainRateSource::Prior,
+                learned,
+            },
+            (None, None) => Drain {
+                mu: None,
+                source: DrainRateSource::None,
+                learned,
+            },
+        }
     }
 
     fn estimate(
         &self,
         params: &CapacityParams,
-        _t: f64,
+        t: f64,
         pods: &[PodCounters],
-        arrival_rate: f64,
+        running_per_replica: Option<f64>,
     ) -> CapacityEstimate {
-        let mu = self.learned.unwrap_or(params.drain_rate_per_replica);
+        let drain = self.drain(params, running_per_replica);
         let smoothed = self.smoothed.unwrap_or(0.0);
         let peak = self
             .peaks
             .front()
             .map_or(smoothed, |(_, v)| *v)
             .max(smoothed);
-        let horizon = mu * params.drain_horizon_seconds;
-        let pod_backlog_term = pods
-            .iter()
-            .map(|p| {
-                if horizon > 0.0 {
-                    (p.waiting / horizon).min(1.0)
-                } else {
-                    1.0
-                }
-            })
-            .sum();
+        let (rate_term, pod_backlog_term) = match drain.mu {
+            Some(mu) => {
+                let horizon = mu * params.drain_horizon_seconds;
+                let pods = pods
+                    .iter()
+                    .map(|p| {
+                        if horizon > 0.0 {
+                            (p.waiting / horizon).min(1.0)
+                        } else {
+                            1.0
+                        }
+                    })
+                    .sum();
+                ((1.0 + params.headroom) * peak / mu, pods)
+            }
+            None => (0.0, 0.0),
+        };
+        let unsure = matches!(
+            drain.source,
+            DrainRateSource::Bounds | DrainRateSource::None
+        );
         CapacityEstimate {
-            arrival_rate,
+            arrival_rate: self.last_arrival_rate,
             smoothed_rate: smoothed,
             peak_rate: peak,
-            drain_rate: mu,
-            drain_rate_learned: self.learned.is_some(),
-            rate_term: (1.0 + params.headroom) * peak / mu,
+            drain_rate: drain.mu.unwrap_or(0.0),
+            drain_rate_learned: matches!(
+                drain.source,
+                DrainRateSource::Samples | DrainRateSource::Fit | DrainRateSource::Bounds
+            ),
+            drain_rate_source: drain.source,
+            drain_rate_relative_error: drain.learned.relative_error,
+            drain_rate_samples: drain.learned.samples,
+            drain_rate_age_seconds: drain.learned.newest_sample_at.map(|at| (t - at).max(0.0)),
+            full_batch: drain.learned.full_batch,
+            backlog_floor: (params.learn_drain_rate && (unsure || self.incomplete))
+                || self.warming(params, t).is_some(),
+            rate_term,
             pod_backlog_term,
         }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn params() -> CapacityParams {
-        CapacityParams {
-            drain_rate_per_replica: 2.0,
-            arrival_smoothing_seconds: 15.0,
-            peak_hold_seconds: 1200.0,
-            headroom: 0.2,
-            drain_horizon_seconds: 30.0,
-            learn_drain_rate: false,
-        }
-    }
-
-    fn pod(name: &str, waiting: f64, running: f64, finished: f64) -> PodCounters {
-        PodCounters {
-            pod: name.to_owned(),
-            waiting,
-            running,
-            finished_total: finished,
-        }
-    }
-
-    #[test]
-    fn steady_arrivals_converge_to_the_rate() {
-        let mut state = CapacityState::default();
-        let p = params();
-        // 6 req/s, steady: each 5 s poll 30 more finished, gauges flat.
-        let mut last = None;
-        for i in 0..60 {
-            let t = 5.0 * i as f64;
-            last = Some(state.observe(&p, t, &[pod("a", 0.0, 8.0, 30.0 * i as f64)], None));
-        }
-        let e = last.expect("estimate");
-        assert!((e.smoothed_rate - 6.0).abs() < 0.01, "{e:?}");
-        assert!((e.rate_term - 1.2 * 6.0 / 2.0).abs() < 0.01, "{e:?}");
-    }
-
-    #[test]
-    fn counter_reset_is_not_a_negative_or_huge_rate() {
-        let mut state = CapacityState::default();
-        let p = params();
-        state.observe(&p, 0.0, &[pod("a", 0.0, 4.0, 100_000.0)], None);
-        state.observe(&p, 5.0, &[pod("a", 0.0, 4.0, 100_010.0)], None);
-        // Restart: the counter starts again from 0.
-        let e = state.observe(&p, 10.0, &[pod("a", 0.0, 4.0, 3.0)], None);
-        assert_eq!(e.arrival_rate, 0.0, "reset poll is a baseline");
-        let e = state.observe(&p, 15.0, &[pod("a", 0.0, 4.0, 13.0)], None);
-        assert_eq!(e.arrival_rate, 2.0);
-        assert!(e.smoothed_rate >= 0.0 && e.smoothed_rate < 5.0, "{e:?}");
-    }
-
-    #[test]
-    fn pods_joining_or_leaving_make_no_phantom_arrivals() {
-        let mut state = CapacityState::default();
-        let p = params();
-        state.observe(
-            &p,
-            0.0,
-            &[pod("a", 5.0, 8.0, 10.0), pod("gone", 40.0, 8.0, 10.0)],
-            None,
-        );
-        // "gone" left with its 48 requests; "new" joined with a lifetime of 9000 finished.
-        let e = state.observe(
-            &p,
-            5.0,
-            &[pod("a", 5.0, 8.0, 20.0), pod("new", 0.0, 8.0, 9000.0)],
-            None,
-        );
-        assert_eq!(e.arrival_rate, 2.0, "only a's 10 finished in 5 s");
-    }
-
-    #[test]
-    fn per_pod_backlog_term_is_capped_at_one_pod() {
-        let mut state = CapacityState::default();
-        let p = params();
-        // μ·H = 60: 30 waiting is half a pod, 6000 waiting is one pod, not 100.
-        let e = state.observe(
-            &p,
-            0.0,
-            &[pod("a", 30.0, 8.0, 0.0), pod("b", 6000.0, 8.0, 0.0)],
-            None,
-        );
-        assert!((e.pod_backlog_term - 1.5).abs() < 1e-12, "{e:?}");
-    }
-
-    #[test]
-    fn peak_hold_keeps_the_max_for_its_window_then_lets_go() {
-        let mut state = CapacityState::default();
-        let p = CapacityParams {
-            peak_hold_seconds: 100.0,
-            arrival_smoothing_seconds: 1.0,
-            ..params()
-        };
-        let mut finished = 0.0;
-        let mut t = 0.0;
-        let mut step = |state: &mut CapacityState, rate: f64| {
-            t += 5.0;
-            finished += rate * 5.0;
-            state.observe(&p, t, &[pod("a", 0.0, 8.0, finished)], None)
-        };
-        state.observe(&p, 0.0, &[pod("a", 0.0, 8.0, 0.0)], None);
-        for _ in 0..10 {
-            step(&mut state, 10.0);
-        }
-        let e = (0..10)
-            .map(|_| step(&mut state, 1.0))
-            .last()
-            .expect("estimate");
-        assert!(e.smoothed_rate < 1.5 && e.peak_rate > 9.0, "held: {e:?}");
-        let e = (0..20)
-            .map(|_| step(&mut state, 1.0))
-            .last()
-            .expect("estimate");
-        assert!(e.peak_rate < 1.5, "released after the window: {e:?}");
-    }
-
-    #[test]
-    fn learned_drain_rate_stays_within_half_and_one_and_a_half() {
-        let p = CapacityParams {
-            learn_drain_rate: true,
-            ..params()
-        };
-        for (observed_per_poll, bound) in [(100.0, 3.0), (0.5, 1.0)] {
-            let mut state = CapacityState::default();
-            let mut finished = 0.0;
-            let mut last = None;
-            for i in 0..200 {
-                finished += observed_per_poll;
-                // Queue persists across polls: the pod is saturated.
-                last = Some(state.observe(
-                    &p,
-                    5.0 * i as f64,
-                    &[pod("a", 20.0, 32.0, finished)],
-                    None,
-                ));
-            }
-            let e = last.expect("estimate");
-            assert!(e.drain_rate_learned);
-            assert!(
-                (e.drain_rate - bound).abs() < 1e-9,
-                "{observed_per_poll}: {e:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn an_idle_deployment_decays_to_exactly_zero_after_the_hold() {
-        let mut state = CapacityState::default();
-        let p = CapacityParams {
-            peak_hold_seconds: 300.0,
-            ..params()
-        };
-        let mut finished = 0.0;
-        for i in 0..20 {
-            finished += 10.0;
-            state.observe(&p, 5.0 * i as f64, &[pod("a", 0.0, 4.0, finished)], None);
-        }
-        // Traffic stops: no arrivals, nothing running.
-        let mut last = None;
-        for i in 20..200 {
-            last = Some(state.observe(&p, 5.0 * i as f64, &[pod("a", 0.0, 0.0, finished)], None));
-        }
-        let e = last.expect("estimate");
-        assert_eq!(
-            (e.smoothed_rate, e.peak_rate, e.rate_term),
-            (0.0, 0.0, 0.0),
-            "{e:?}"
-        );
-    }
-
-    #[test]
-    fn first_reading_seeds_from_the_current_drain() {
-        let mut state = CapacityState::default();
-        let e = state.observe(
-            &params(),
-            0.0,
-            &[pod("a", 0.0, 16.0, 0.0), pod("b", 0.0, 16.0, 0.0)],
-            Some(32.0),
-        );
-        // μ·ΣR/C = 2·32/32 = 2 req/s.
-        assert_eq!(e.smoothed_rate, 2.0);
-    }
-}
+mod tests;

@@ -65,6 +65,8 @@ pub struct Evaluation {
     pub empty_names: Vec<String>,
     /// Per source, what the evaluation saw.
     pub signals: Vec<SignalReport>,
+    /// Warm-up seconds left on a fresh trigger (`D` ≥ the backlog formula).
+    pub warming_seconds: Option<f64>,
     /// When it was computed.
     pub evaluated_at: SystemTime,
 }
@@ -78,6 +80,7 @@ impl Evaluation {
             fleet: None,
             empty_names: Vec::new(),
             signals: Vec::new(),
+            warming_seconds: None,
             evaluated_at: wall,
         }
     }
@@ -222,12 +225,19 @@ pub fn evaluate(
             (Err(reason), _) => Status::Unavailable(reason),
         }
     };
+    let warming_seconds = match (&status, &spec.fusion.policy, memory.epoch) {
+        (Status::Ready { .. }, Policy::Capacity(p), Some(e)) => {
+            memory.capacity.warming(p, (now - e).as_secs_f64())
+        }
+        _ => None,
+    };
     Evaluation {
         status,
         degraded,
         fleet,
         empty_names,
         signals,
+        warming_seconds,
         evaluated_at: wall,
     }
 }
@@ -401,17 +411,20 @@ fn engine_signals(
         Policy::Capacity(params) => {
             let mut pods = Vec::with_capacity(reading.pods.len());
             for pod in &reading.pods {
-                let Some(finished_total) = pod.finished_total else {
+                // A fixed μ has no floor to fall back on; a learned one
+                // holds λ̂ and keeps the backlog formula as its floor.
+                if pod.finished_total.is_none() && !params.learn_drain_rate {
                     return Err(Unavailable::NoFinishedCounter {
                         pod: pod.target.clone(),
                         engine: reading.engine,
                     });
-                };
+                }
                 pods.push(PodCounters {
                     pod: pod.target.clone(),
                     waiting: pod.waiting,
                     running: pod.running.unwrap_or(0.0),
-                    finished_total,
+                    finished_total: pod.finished_total,
+                    kv_cache_usage: pod.kv_cache_usage,
                 });
             }
             let epoch = *memory.epoch.get_or_insert(at);

@@ -189,7 +189,12 @@ fn fuse_once(params: &FusionParams, signals: &Signals) -> Decision {
         (Some(e), Policy::Capacity(p)) => {
             let horizon = e.drain_rate * p.drain_horizon_seconds;
             let broker_pods = if horizon > 0.0 { queued / horizon } else { 0.0 };
-            t * (e.rate_term + e.pod_backlog_term + broker_pods)
+            let capacity = t * (e.rate_term + e.pod_backlog_term + broker_pods);
+            if e.backlog_floor {
+                capacity.max(waiting + queued + running_term.unwrap_or(0.0))
+            } else {
+                capacity
+            }
         }
         _ => waiting + queued + running_term.unwrap_or(0.0),
     };

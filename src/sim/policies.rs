@@ -32,7 +32,8 @@ pub enum PolicyKind {
     /// This scaler as a user deploys it without a load test: no `policy` key and no
     /// `drainRatePerReplica`, so whatever the server does then.
     Default,
-    /// This scaler, `policy: capacity` with the pod model's true `μ`.
+    /// This scaler, `policy: capacity` with the pod model's true `μ`, fixed
+    /// (`learnDrainRate: false`).
     Capacity,
     /// This scaler, `policy: backlog` (`B = W + T·R/C`).
     Backlog,
@@ -121,6 +122,9 @@ pub fn scaler_metadata(kind: PolicyKind, settings: &PolicySettings) -> Vec<(Stri
             "drainRatePerReplica",
             format!("{:.3}", settings.drain_rate_per_replica),
         ));
+        // The reference row: the true μ, fixed (a learned μ is `default`'s
+        // job, docs/decisions/0022).
+        metadata.push(("learnDrainRate", "false".to_owned()));
     }
     let mut metadata: Vec<(String, String)> = metadata
         .into_iter()

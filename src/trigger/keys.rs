@@ -86,13 +86,17 @@ pub const ACTIVATION_BACKLOG: &str = "activationBacklog";
 
 // --- Policy ------------------------------------------------------------------
 
-/// How demand `D` is computed: `backlog` (`W + T·R/C`) or `capacity` (from
-/// the arrival rate with a peak hold; needs `drainRatePerReplica` and
-/// `vllmTargets`). Default: `capacity` when `drainRatePerReplica` is set,
-/// `backlog` otherwise.
+/// How demand `D` is computed: `capacity` (from the arrival rate with a
+/// peak hold, `μ` learned from the pods' counters; needs `vllmTargets`) or
+/// `backlog` (`W + T·R/C`). Default: `capacity` for a trigger with
+/// `vllmTargets` (docs/decisions/0022), `backlog` otherwise (PromQL and
+/// broker-only triggers).
 pub const POLICY: &str = "policy";
 /// `μ`: requests per second one replica finishes at a full batch (from a
-/// load test). Required by `policy: capacity`. A number > 0.
+/// load test). Optional: without it `μ` is learned from the pods' finished
+/// counters and running gauges, and until the estimate is confident `B` is
+/// never below the backlog formula. With it, `μ` starts there (the prior)
+/// and is learned on, unless `learnDrainRate: false` fixes it. A number > 0.
 pub const DRAIN_RATE_PER_REPLICA: &str = "drainRatePerReplica";
 /// Time constant of the arrival-rate EWMA, seconds. Default 15.
 pub const ARRIVAL_SMOOTHING_SECONDS: &str = "arrivalSmoothingSeconds";
@@ -107,9 +111,12 @@ pub const HEADROOM: &str = "headroom";
 /// A pod's queue should drain within this many seconds; each pod's queue
 /// adds at most one replica. Default 30.
 pub const DRAIN_HORIZON_SECONDS: &str = "drainHorizonSeconds";
-/// Learn `μ` online from pods that stayed saturated across a poll, bounded
-/// to ±50 % of `drainRatePerReplica` (shown in `/explain`). `true` or
-/// `false`. Default false.
+/// Learn `μ` online from the pods' counters (Little's law per pod,
+/// extrapolated to a full batch along the fitted latency curve; shown in
+/// `/explain` with its source, error and age). `true` or `false`. Default
+/// true. `false` fixes `μ` at `drainRatePerReplica` (which it then
+/// requires): no learning, no backlog floor, and a pod without a finished
+/// counter makes the trigger unavailable.
 pub const LEARN_DRAIN_RATE: &str = "learnDrainRate";
 
 // --- Latency guard ---------------------------------------------------------------

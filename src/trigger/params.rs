@@ -12,7 +12,8 @@ pub enum Policy {
     /// `D = W + T·R/C`: work in flight plus work queued.
     Backlog,
     /// `D = T·((1+headroom)·λ_peak/μ + Σ min(1, W_i/(μ·H)))`: from the
-    /// arrival rate (the estimator is `decide::capacity`).
+    /// arrival rate, with `μ` learned or configured (the estimator is
+    /// `decide::capacity`).
     Capacity(CapacityParams),
 }
 
@@ -76,8 +77,9 @@ impl FusionParams {
 #[serde(rename_all = "camelCase")]
 pub struct CapacityParams {
     /// `μ`: requests per second one replica finishes at a full batch
-    /// (`drainRatePerReplica`).
-    pub drain_rate_per_replica: f64,
+    /// (`drainRatePerReplica`): the prior of the learned `μ`, or its fixed
+    /// value with `learnDrainRate: false`; `None` when learned from nothing.
+    pub drain_rate_per_replica: Option<f64>,
     /// `τ` of the arrival-rate EWMA, seconds (`arrivalSmoothingSeconds`).
     pub arrival_smoothing_seconds: f64,
     /// Window of the peak hold, seconds (`peakHoldSeconds`).
@@ -86,7 +88,7 @@ pub struct CapacityParams {
     pub headroom: f64,
     /// `H`: a pod's queue should drain within this, seconds (`drainHorizonSeconds`).
     pub drain_horizon_seconds: f64,
-    /// Learn `μ` from pods that stayed saturated across a poll, within ±50 %
-    /// of the configured value (`learnDrainRate`).
+    /// Learn `μ` online from the pods' counters (`learnDrainRate`, default
+    /// true): until it is confident, `D` is at least the backlog formula.
     pub learn_drain_rate: bool,
 }

@@ -7,16 +7,18 @@ use super::defaults::{
 use super::error::{MetadataError, conflict, invalid};
 use super::keys;
 use super::params::{CapacityParams, Policy};
-use super::values::{Metadata, number, required_positive};
+use super::values::{Metadata, number, optional_positive};
 
 /// The policy; with `capacity`, its parameters (defaulted); with `backlog`,
 /// any capacity key is a conflict.
 pub fn policy(md: &Metadata<'_>, errors: &mut Vec<MetadataError>) -> Policy {
-    // Default: `capacity` when a drain rate is given (the simulator shows it
-    // no worse than `backlog` in every scenario: docs/decisions/0010), and
-    // `backlog` otherwise, since `capacity` cannot run without μ.
+    // Default: `capacity` for a trigger that scrapes engine pods, with or
+    // without μ (learned from the pods' counters, the backlog formula as
+    // its floor until confident: docs/decisions/0022), and when a drain
+    // rate is given (the PromQL path then refuses it: no per-pod counters).
+    // `backlog` otherwise.
     let capacity = match md.get(keys::POLICY) {
-        None => md.has(keys::DRAIN_RATE_PER_REPLICA),
+        None => md.has(keys::VLLM_TARGETS) || md.has(keys::DRAIN_RATE_PER_REPLICA),
         Some((_, raw)) if raw.eq_ignore_ascii_case("backlog") => false,
         Some((_, raw)) if raw.eq_ignore_ascii_case("capacity") => true,
         Some((sent, raw)) => {
@@ -48,17 +50,23 @@ pub fn policy(md: &Metadata<'_>, errors: &mut Vec<MetadataError>) -> Policy {
         .unwrap_or(default)
     };
     let learn = match md.get(keys::LEARN_DRAIN_RATE) {
-        None => false,
+        None => true,
         Some((_, raw)) if raw.eq_ignore_ascii_case("true") => true,
         Some((_, raw)) if raw.eq_ignore_ascii_case("false") => false,
         Some((sent, raw)) => {
             errors.push(invalid(sent, raw, "`true` or `false`"));
-            false
+            true
         }
     };
-    let drain = required_positive(md, keys::DRAIN_RATE_PER_REPLICA, errors);
+    let drain = optional_positive(md, keys::DRAIN_RATE_PER_REPLICA, errors);
+    if !learn && drain.is_none() && !md.has(keys::DRAIN_RATE_PER_REPLICA) {
+        errors.push(conflict(
+            keys::LEARN_DRAIN_RATE,
+            "`false` fixes μ at `drainRatePerReplica`: set it, or let μ be learned",
+        ));
+    }
     let params = CapacityParams {
-        drain_rate_per_replica: drain.unwrap_or(1.0),
+        drain_rate_per_replica: drain,
         arrival_smoothing_seconds: seconds(
             keys::ARRIVAL_SMOOTHING_SECONDS,
             DEFAULT_ARRIVAL_SMOOTHING_SECONDS,

@@ -348,7 +348,7 @@ fn gpu_guard_table() {
 #[test]
 fn capacity_policy_uses_the_estimate_and_guards_still_apply() {
     let cap = CapacityParams {
-        drain_rate_per_replica: 2.0,
+        drain_rate_per_replica: Some(2.0),
         arrival_smoothing_seconds: 15.0,
         peak_hold_seconds: 1200.0,
         headroom: 0.2,
@@ -370,6 +370,12 @@ fn capacity_policy_uses_the_estimate_and_guards_still_apply() {
         peak_rate: 6.0,
         drain_rate: 2.0,
         drain_rate_learned: false,
+        drain_rate_source: crate::decide::capacity::learn::DrainRateSource::Configured,
+        drain_rate_relative_error: None,
+        drain_rate_samples: 0.0,
+        drain_rate_age_seconds: None,
+        full_batch: None,
+        backlog_floor: false,
         rate_term: 3.6,
         pod_backlog_term: 0.5,
     };

@@ -454,22 +454,34 @@ fn capacity_policy_keys() {
     let Policy::Capacity(p) = spec.fusion.policy else {
         panic!("capacity")
     };
-    assert_eq!(p.drain_rate_per_replica, 2.5);
+    assert_eq!(p.drain_rate_per_replica, Some(2.5));
     assert_eq!(p.peak_hold_seconds, 600.0);
     assert_eq!(p.arrival_smoothing_seconds, 15.0);
     assert_eq!(p.headroom, 0.2);
     assert_eq!(p.drain_horizon_seconds, 30.0);
     assert!(p.learn_drain_rate);
-    assert_eq!(
-        parse(&base()).expect("valid").fusion.policy,
-        Policy::Backlog
-    );
+    // Scraped pods, no policy and no μ: capacity, μ learned.
+    let Policy::Capacity(p) = parse(&base()).expect("valid").fusion.policy else {
+        panic!("capacity is the default for vllmTargets")
+    };
+    assert_eq!(p.drain_rate_per_replica, None);
+    assert!(p.learn_drain_rate);
+    // The PromQL path keeps backlog.
+    let promql = parse(&[
+        ("prometheusAddress", "http://p:9090"),
+        ("targetBacklogPerReplica", "1"),
+    ])
+    .expect("valid");
+    assert_eq!(promql.fusion.policy, Policy::Backlog);
+    let mut md = base();
+    md.push(("policy", "backlog"));
+    assert_eq!(parse(&md).expect("valid").fusion.policy, Policy::Backlog);
 
     let mut md = base();
-    md.push(("policy", "capacity"));
+    md.extend([("policy", "capacity"), ("learnDrainRate", "false")]);
     assert!(error_text(&md).contains("drainRatePerReplica"));
     let mut md = base();
-    md.push(("peakHoldSeconds", "600"));
+    md.extend([("policy", "backlog"), ("peakHoldSeconds", "600")]);
     assert!(error_text(&md).contains("only applies to `policy: capacity`"));
     let mut md = base();
     md.push(("policy", "fastest"));
