@@ -20,6 +20,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use tracing::field::{Field, Visit};
+use tracing::level_filters::LevelFilter;
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 use tracing_subscriber::util::SubscriberInitExt;
@@ -36,18 +37,23 @@ const LAPIN_OFF: &str = "lapin=off";
 
 /// Install the global tracing subscriber.
 pub fn init_logging(level: &str, format: LogFormat) -> Result<(), String> {
-    let mut filter = tracing_subscriber::EnvFilter::try_new(level)
+    let caps = crate::source::broker::LOG_FILTER_CAPS;
+    let mut filter = tracing_subscriber::EnvFilter::try_new(capped(level, caps))
         .map_err(|e| format!("invalid --log-level `{level}`: {e}"))?;
     // Whatever level is asked for: some client libraries log credentials at
-    // their most verbose level (lapin traces the AMQP login frame).
-    for cap in crate::source::broker::LOG_FILTER_CAPS {
-        if let Ok(directive) = cap.parse() {
+    // their most verbose level (lapin traces the AMQP login frame). A
+    // target the operator named is clamped in place by `capped`.
+    for cap in caps {
+        let named = cap
+            .split_once('=')
+            .is_some_and(|(target, _)| names_target(level, target));
+        if !named && let Ok(directive) = cap.parse() {
             filter = filter.add_directive(directive);
         }
     }
     // Replaces the cap's `lapin` directive (same target): off, unless the
     // operator asked for lapin's own lines.
-    if !level.contains("lapin")
+    if !names_target(level, "lapin")
         && let Ok(directive) = LAPIN_OFF.parse()
     {
         filter = filter.add_directive(directive);
@@ -69,6 +75,41 @@ pub fn init_logging(level: &str, format: LogFormat) -> Result<(), String> {
             .try_init(),
     };
     result.map_err(|e| format!("cannot install the logger: {e}"))
+}
+
+/// True when `level` (an `EnvFilter` string) has a directive for `target`
+/// or one of its modules.
+fn names_target(level: &str, target: &str) -> bool {
+    level.split(',').any(|part| {
+        let named = part.split(['=', '[']).next().unwrap_or("").trim();
+        named == target || named.starts_with(&format!("{target}::"))
+    })
+}
+
+/// `level` with each directive for a capped target (`target=max` in
+/// `caps`) made no more verbose than its cap: `lapin=warn` stays as asked,
+/// `lapin=trace` or a bare `lapin` becomes `lapin=debug`.
+fn capped(level: &str, caps: &[&str]) -> String {
+    let verbosity = |text: &str| text.trim().parse::<LevelFilter>().ok();
+    level
+        .split(',')
+        .map(|part| {
+            let (target, asked) = part.split_once('=').unwrap_or((part, "trace"));
+            let name = target.split('[').next().unwrap_or("").trim();
+            for cap in caps {
+                let Some((capped_target, max)) = cap.split_once('=') else {
+                    continue;
+                };
+                let matches =
+                    name == capped_target || name.starts_with(&format!("{capped_target}::"));
+                if matches && verbosity(asked) > verbosity(max) && verbosity(asked).is_some() {
+                    return format!("{target}={max}");
+                }
+            }
+            part.to_owned()
+        })
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// What to do with one occurrence of a warning.
@@ -226,6 +267,25 @@ mod tests {
             assert_eq!(repeats.check(&i.to_string(), t0), Verdict::Show);
         }
         assert!(repeats.seen.len() <= MAX_REMEMBERED);
+    }
+
+    #[test]
+    fn a_named_capped_target_is_clamped_in_place_and_others_left_alone() {
+        let caps = ["lapin=debug"];
+        // (--log-level, filter string, names lapin)
+        for (level, filter, named) in [
+            ("info", "info", false),
+            ("trace", "trace", false),
+            ("info,lapin=warn", "info,lapin=warn", true),
+            ("info,lapin=trace", "info,lapin=debug", true),
+            ("info,lapin", "info,lapin=debug", true),
+            ("lapin::channels=trace", "lapin::channels=debug", true),
+            ("info,lapinx=trace", "info,lapinx=trace", false),
+            ("backlog_scaler=debug", "backlog_scaler=debug", false),
+        ] {
+            assert_eq!(capped(level, &caps), filter, "{level}");
+            assert_eq!(names_target(level, "lapin"), named, "{level}");
+        }
     }
 
     #[test]
