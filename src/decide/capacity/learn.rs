@@ -86,6 +86,13 @@ impl Learned {
     }
 }
 
+/// An estimate with its bounds' middle and upper bound.
+struct Raw {
+    learned: Learned,
+    bounds: Option<f64>,
+    upper: Option<f64>,
+}
+
 /// One pod's reading, as far as learning goes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PodPoint {
@@ -157,6 +164,8 @@ pub struct DrainRateLearner {
     newest_sample_at: Option<f64>,
     /// The full batch as last estimated, to weigh samples by occupancy.
     cap_hint: Option<f64>,
+    /// The highest bounds-only estimate seen, forgotten with the sums.
+    bounds_held: f64,
 }
 
 impl DrainRateLearner {
@@ -218,10 +227,12 @@ impl DrainRateLearner {
             k
         };
         let pace = if top > 0.0 { (k / top).min(1.0) } else { 1.0 };
+        let mut forget = 1.0;
         if let Some(at) = self.decayed_at {
-            self.sums
-                .decay((-(t - at).max(0.0) * pace / FORGET_SECONDS).exp());
+            forget = (-(t - at).max(0.0) * pace / FORGET_SECONDS).exp();
+            self.sums.decay(forget);
         }
+        self.bounds_held *= forget;
         self.decayed_at = Some(t);
         // Weighted by the requests behind it (`S`'s precision) and by its
         // occupancy: the fit is used at the full batch, and bursts
@@ -254,6 +265,12 @@ impl DrainRateLearner {
             sums.saturated_x += w * left / span;
         }
         self.newest_sample_at = Some(t);
+        // The bounds' middle falls with the occupancy it is computed at:
+        // hold its highest value (forgotten as the sums are), so a quieter
+        // fleet never reads as a slower one.
+        if let Some(geo) = self.raw(self.cap_hint).bounds {
+            self.bounds_held = self.bounds_held.max(geo);
+        }
     }
 
     /// `C`, the batch cap, as the trigger sets it (weighs samples by
@@ -280,6 +297,34 @@ impl DrainRateLearner {
 
     /// The estimate, with `running_per_replica` (`C`) as the batch cap.
     pub fn estimate(&self, running_per_replica: Option<f64>) -> Learned {
+        let raw = self.raw(running_per_replica);
+        let mut learned = raw.learned;
+        if learned.source == DrainRateSource::Bounds
+            && let (Some(mu), Some(upper)) = (learned.drain_rate, raw.upper)
+        {
+            learned.drain_rate = Some(mu.max(self.bounds_held.min(upper)));
+        }
+        learned
+    }
+
+    fn raw(&self, running_per_replica: Option<f64>) -> Raw {
+        let learned = self.fit(running_per_replica);
+        let s = &self.sums;
+        let (bounds, upper) = match (learned.full_batch, s.w > 0.0) {
+            (Some(full), true) if s.s > 0.0 && s.k > 0.0 => {
+                let (k_mean, s_mean) = (s.k / s.w, s.s / s.w);
+                (Some((k_mean * full).sqrt() / s_mean), Some(full / s_mean))
+            }
+            _ => (None, None),
+        };
+        Raw {
+            learned,
+            bounds,
+            upper,
+        }
+    }
+
+    fn fit(&self, running_per_replica: Option<f64>) -> Learned {
         let s = &self.sums;
         let none = Learned {
             drain_rate: None,

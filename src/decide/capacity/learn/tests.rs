@@ -203,3 +203,45 @@ fn idle_or_underloaded_pods_leave_the_learned_rate_where_it_was() {
         }
     }
 }
+
+#[test]
+fn a_quieter_window_never_lowers_a_bounds_estimate() {
+    use super::{DrainRateLearner, PodPoint};
+    let model = RAMP;
+    let mut learner = DrainRateLearner::default();
+    let mut finished = 0.0;
+    let mut t = 0.0;
+    let mut previous: Option<f64> = None;
+    let mut last_k: f64 = 25.0;
+    // One pod: busy minutes (k = 25, below α/β, where the bounds' middle
+    // grows with k), then twenty quiet ones (k = 3), 5 s polls.
+    let batches = [25.0, 25.0, 25.0]
+        .into_iter()
+        .chain(std::iter::repeat_n(3.0, 20));
+    for (minute, k) in batches.enumerate() {
+        let x = k / (model.alpha + model.beta * k);
+        for _ in 0..12 {
+            t += 5.0;
+            // Requests that leave the batch leave by finishing.
+            finished += x * 5.0 + (last_k - k).max(0.0);
+            last_k = k;
+            let point = PodPoint {
+                waiting: 0.0,
+                running: k,
+                finished_total: finished,
+                kv_cache_usage: Some(k / model.full),
+            };
+            learner.observe_pod("pod-0", t, Some(point));
+            learner.set_batch_cap(Some(256.0));
+        }
+        let e = learner.estimate(Some(256.0));
+        if let (Some(before), Some(now)) = (previous, e.drain_rate) {
+            assert!(
+                now >= 0.99 * before,
+                "minute {minute}: {before} → {now}: {e:?}"
+            );
+        }
+        previous = e.drain_rate.or(previous);
+    }
+    assert!(previous.is_some(), "learned something");
+}
