@@ -192,7 +192,11 @@ fn the_warm_start_leaves_no_queue_at_zero_on_a_steady_load() {
     assert_eq!(first.t, 5.0);
     assert_eq!(first.ready, warm, "warmed for λ(0) from the model");
     // Momentary queueing of a Poisson load, not a cold-start backlog (hundreds).
-    assert!(first.waiting <= warm, "waiting {} on {warm} pods", first.waiting);
+    assert!(
+        first.waiting <= warm,
+        "waiting {} on {warm} pods",
+        first.waiting
+    );
     // Steady state, not an empty fleet: Little's law's L = λ·E[sojourn] is running.
     assert!(first.running as f64 > 50.0, "running {}", first.running);
 }
@@ -254,19 +258,34 @@ fn formula(
     assert_eq!(c.running, Some(r), "R");
     assert_eq!(c.replicas_reporting, reading.pods.len(), "n");
     let demand = match policy {
-        PolicyKind::Capacity => {
+        PolicyKind::Capacity | PolicyKind::Default => {
             let e = c.capacity.expect("capacity terms");
             let mu = e.drain_rate;
-            assert!(
-                (mu - settings.drain_rate_per_replica).abs() < 1e-3,
-                "μ as configured: {mu}"
-            );
-            let pods: f64 = reading
-                .pods
-                .iter()
-                .map(|p| (p.waiting / (mu * 30.0)).min(1.0))
-                .sum();
-            t * (1.2 * e.peak_rate / mu + pods)
+            if policy == PolicyKind::Capacity {
+                assert!(
+                    (mu - settings.drain_rate_per_replica).abs() < 1e-3,
+                    "μ as configured: {mu}"
+                );
+            }
+            let (rate, pods) = if mu > 0.0 {
+                (
+                    1.2 * e.peak_rate / mu,
+                    reading
+                        .pods
+                        .iter()
+                        .map(|p| (p.waiting / (mu * 30.0)).min(1.0))
+                        .sum::<f64>(),
+                )
+            } else {
+                (0.0, 0.0)
+            };
+            let capacity = t * (rate + pods);
+            // Until the learned μ is confident (or a counter is missing), never below backlog.
+            if e.backlog_floor {
+                capacity.max(w + t * r / settings.running_per_replica)
+            } else {
+                capacity
+            }
         }
         _ => w + t * r / settings.running_per_replica,
     };
@@ -328,8 +347,8 @@ fn the_simulator_and_the_server_decide_the_same_b() {
             moved |= decision.backlog > 0.0;
             assert_eq!(
                 decision.components.capacity.is_some(),
-                policy == PolicyKind::Capacity,
-                "the policy in use is the one asked for"
+                policy != PolicyKind::Backlog,
+                "the policy in use is the one asked for (capacity is the default)"
             );
             assert!(
                 call.reading
