@@ -26,6 +26,11 @@
 //! is not being deleted; KEDA reconnects 2 s after a stream ends, then to
 //! the other replica. Exit comes at most 5 + 10 s after SIGTERM, well inside
 //! k8s/deployment.yaml's `terminationGracePeriodSeconds: 30`.
+//!
+//! KEDA's calls are timed around the service ([`timing`]) into
+//! `backlog_scaler_grpc_request_duration_seconds`.
+
+mod timing;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -197,9 +202,13 @@ impl RunningServer {
         let grpc_shutdown = stop.clone();
         let health = health_reporter.clone();
         let grpc_tls = tls.clone();
+        let grpc_telemetry = telemetry.clone();
         let grpc = tokio::spawn(async move {
             let router = tonic::transport::Server::builder()
-                .add_service(ExternalScalerServer::new(scaler))
+                .add_service(timing::Timed::new(
+                    ExternalScalerServer::new(scaler),
+                    grpc_telemetry,
+                ))
                 .add_service(health_service)
                 .add_service(reflection_v1)
                 .add_service(reflection_v1alpha);

@@ -19,9 +19,17 @@
 //! | `backlog_scaler_poll_duration_seconds` | histogram | source | time to take one reading |
 //! | `backlog_scaler_malformed_lines_total` | counter | source | upstream lines skipped as unparseable |
 //! | `backlog_scaler_grpc_requests_total` | counter | method, code | gRPC calls by method and status code |
+//! | `backlog_scaler_grpc_request_duration_seconds` | histogram | method | time to answer a KEDA call (StreamIsActive: to open the stream), see [`grpc`] |
+//! | `backlog_scaler_capacity_drain_rate` | gauge | namespace, name, metric, source | `capacity` policy: `μ` in use, requests/s per replica, `source` how it was obtained |
+//! | `backlog_scaler_capacity_arrival_rate` | gauge | namespace, name, metric, kind | `capacity` policy: `λ̂` (`kind="smoothed"`) and `λ_peak` (`kind="peak"`), requests/s |
+//! | `backlog_scaler_capacity_backlog_floor` | gauge | namespace, name, metric | `capacity` policy: 1 while the demand is floored at the backlog formula |
 //!
 //! Trigger series are removed when the trigger is dropped after its idle
-//! timeout, so cardinality follows the live ScaledObjects.
+//! timeout, so cardinality follows the live ScaledObjects; value series
+//! (the capacity ones among them) also while it answers UNAVAILABLE.
+
+mod capacity;
+pub mod grpc;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -78,12 +86,6 @@ struct PollLabels {
     outcome: &'static str,
 }
 
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct GrpcLabels {
-    method: &'static str,
-    code: &'static str,
-}
-
 type FloatGauge = Gauge<f64, AtomicU64>;
 
 const COMPONENTS: [&str; 10] = [
@@ -131,7 +133,8 @@ pub struct Telemetry {
     polls: Family<PollLabels, Counter>,
     poll_duration: Family<SourceLabels, Histogram>,
     malformed_lines: Family<SourceLabels, Counter>,
-    grpc_requests: Family<GrpcLabels, Counter>,
+    grpc: grpc::GrpcMetrics,
+    capacity: capacity::CapacityMetrics,
 }
 
 fn poll_histogram() -> Histogram {
@@ -167,7 +170,8 @@ impl Telemetry {
             polls: Family::default(),
             poll_duration: Family::new_with_constructor(poll_histogram),
             malformed_lines: Family::default(),
-            grpc_requests: Family::default(),
+            grpc: grpc::GrpcMetrics::new(),
+            capacity: capacity::CapacityMetrics::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -238,11 +242,8 @@ impl Telemetry {
             "Upstream lines skipped as unparseable",
             t.malformed_lines.clone(),
         );
-        registry.register(
-            "grpc_requests",
-            "gRPC requests by method and status code",
-            t.grpc_requests.clone(),
-        );
+        t.grpc.register(&mut registry);
+        t.capacity.register(&mut registry);
         Telemetry { registry, ..t }
     }
 
@@ -320,6 +321,7 @@ impl Telemetry {
             .set(i64::try_from(c.replicas_reporting).unwrap_or(i64::MAX));
         self.available.get_or_create(labels).set(1);
         self.degraded.get_or_create(labels).set(i64::from(degraded));
+        self.capacity.record(labels, c.capacity.as_ref());
     }
 
     /// Record what a `mode: shadow` trigger's new decision would ask for,
@@ -406,6 +408,7 @@ impl Telemetry {
         self.shadow_desired_replicas.remove(labels);
         self.active.remove(labels);
         self.replicas_reporting.remove(labels);
+        self.capacity.remove(labels);
     }
 
     /// Set the tracked-trigger count.
@@ -450,16 +453,6 @@ impl Telemetry {
                 .inc_by(malformed as u64);
         }
     }
-
-    /// Count one gRPC request.
-    pub fn record_grpc(&self, method: &'static str, code: tonic::Code) {
-        self.grpc_requests
-            .get_or_create(&GrpcLabels {
-                method,
-                code: code_name(code),
-            })
-            .inc();
-    }
 }
 
 fn component_labels(labels: &TriggerLabels, component: &'static str) -> ComponentLabels {
@@ -471,26 +464,5 @@ fn component_labels(labels: &TriggerLabels, component: &'static str) -> Componen
     }
 }
 
-/// gRPC status code names as in the gRPC spec (`OK`, `UNAVAILABLE`, …).
-pub fn code_name(code: tonic::Code) -> &'static str {
-    use tonic::Code::*;
-    match code {
-        Ok => "OK",
-        Cancelled => "CANCELLED",
-        Unknown => "UNKNOWN",
-        InvalidArgument => "INVALID_ARGUMENT",
-        DeadlineExceeded => "DEADLINE_EXCEEDED",
-        NotFound => "NOT_FOUND",
-        AlreadyExists => "ALREADY_EXISTS",
-        PermissionDenied => "PERMISSION_DENIED",
-        ResourceExhausted => "RESOURCE_EXHAUSTED",
-        FailedPrecondition => "FAILED_PRECONDITION",
-        Aborted => "ABORTED",
-        OutOfRange => "OUT_OF_RANGE",
-        Unimplemented => "UNIMPLEMENTED",
-        Internal => "INTERNAL",
-        Unavailable => "UNAVAILABLE",
-        DataLoss => "DATA_LOSS",
-        Unauthenticated => "UNAUTHENTICATED",
-    }
-}
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,209 @@
+//! The capacity and gRPC series: set with a decision, one `μ` series per
+//! trigger, removed with the trigger's other value series.
+
+use std::time::Duration;
+
+use super::{Telemetry, TriggerLabels};
+use crate::decide::capacity::CapacityEstimate;
+use crate::decide::capacity::learn::DrainRateSource;
+use crate::decide::fusion::{Decision, FusionParams, Signals, fuse};
+use crate::trigger::params::{CapacityParams, Policy};
+
+fn labels(name: &str) -> TriggerLabels {
+    TriggerLabels {
+        namespace: "ns".into(),
+        name: name.into(),
+        metric: "m".into(),
+    }
+}
+
+fn estimate(source: DrainRateSource, mu: f64, floor: bool) -> CapacityEstimate {
+    CapacityEstimate {
+        arrival_rate: 3.0,
+        smoothed_rate: 2.5,
+        peak_rate: 4.0,
+        drain_rate: mu,
+        drain_rate_learned: !matches!(source, DrainRateSource::Configured | DrainRateSource::Prior),
+        drain_rate_source: source,
+        drain_rate_relative_error: None,
+        drain_rate_samples: 0.0,
+        drain_rate_age_seconds: None,
+        full_batch: None,
+        backlog_floor: floor,
+        rate_term: 1.0,
+        pod_backlog_term: 0.0,
+    }
+}
+
+fn capacity_decision(estimate: CapacityEstimate) -> Decision {
+    let mut params = FusionParams::with_target(10.0);
+    params.policy = Policy::Capacity(CapacityParams {
+        drain_rate_per_replica: Some(2.0),
+        arrival_smoothing_seconds: 60.0,
+        peak_hold_seconds: 300.0,
+        headroom: 0.2,
+        drain_horizon_seconds: 30.0,
+        learn_drain_rate: true,
+    });
+    let signals = Signals {
+        waiting: 4.0,
+        running: Some(8.0),
+        replicas_reporting: 1,
+        capacity: Some(estimate),
+        ..Signals::default()
+    };
+    let decision = fuse(&params, &signals);
+    assert_eq!(decision.components.capacity, Some(estimate));
+    decision
+}
+
+/// Every sample line of `family` (no `# HELP`/`# TYPE`).
+fn samples(telemetry: &Telemetry, family: &str) -> Vec<String> {
+    telemetry
+        .encode()
+        .lines()
+        .filter(|l| l.starts_with(family) && l[family.len()..].starts_with('{'))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn a_capacity_decision_sets_mu_by_source_lambda_and_the_floor() {
+    let t = Telemetry::new();
+    let so = labels("so");
+    t.record_decision(
+        &so,
+        &capacity_decision(estimate(DrainRateSource::Prior, 2.0, true)),
+        false,
+    );
+    assert_eq!(
+        samples(&t, "backlog_scaler_capacity_drain_rate"),
+        [
+            r#"backlog_scaler_capacity_drain_rate{namespace="ns",name="so",metric="m",source="prior"} 2.0"#
+        ]
+    );
+    let mut arrival = samples(&t, "backlog_scaler_capacity_arrival_rate");
+    arrival.sort();
+    assert_eq!(
+        arrival,
+        [
+            r#"backlog_scaler_capacity_arrival_rate{namespace="ns",name="so",metric="m",kind="peak"} 4.0"#,
+            r#"backlog_scaler_capacity_arrival_rate{namespace="ns",name="so",metric="m",kind="smoothed"} 2.5"#,
+        ]
+    );
+    assert_eq!(
+        samples(&t, "backlog_scaler_capacity_backlog_floor"),
+        [r#"backlog_scaler_capacity_backlog_floor{namespace="ns",name="so",metric="m"} 1"#]
+    );
+
+    // Learned and confident: the prior's series goes, the floor is off.
+    t.record_decision(
+        &so,
+        &capacity_decision(estimate(DrainRateSource::Fit, 3.5, false)),
+        false,
+    );
+    assert_eq!(
+        samples(&t, "backlog_scaler_capacity_drain_rate"),
+        [
+            r#"backlog_scaler_capacity_drain_rate{namespace="ns",name="so",metric="m",source="fit"} 3.5"#
+        ]
+    );
+    assert_eq!(
+        samples(&t, "backlog_scaler_capacity_backlog_floor"),
+        [r#"backlog_scaler_capacity_backlog_floor{namespace="ns",name="so",metric="m"} 0"#]
+    );
+}
+
+#[test]
+fn capacity_series_go_with_unavailable_with_the_trigger_and_for_backlog() {
+    let families = [
+        "backlog_scaler_capacity_drain_rate",
+        "backlog_scaler_capacity_arrival_rate",
+        "backlog_scaler_capacity_backlog_floor",
+    ];
+    let t = Telemetry::new();
+    let (a, b) = (labels("a"), labels("b"));
+    let decision = capacity_decision(estimate(DrainRateSource::Samples, 2.0, false));
+    t.record_decision(&a, &decision, false);
+    t.record_decision(&b, &decision, false);
+    let only_b = |t: &Telemetry| {
+        for family in families {
+            let lines = samples(t, family);
+            assert!(!lines.is_empty(), "{family}");
+            assert!(lines.iter().all(|l| l.contains(r#"name="b""#)), "{lines:?}");
+        }
+    };
+
+    t.record_unavailable(&a);
+    only_b(&t);
+    t.record_decision(&a, &decision, false);
+    t.forget_trigger(&a);
+    only_b(&t);
+    // A trigger switched to (or built with) the backlog policy has none.
+    let backlog = fuse(&FusionParams::with_target(10.0), &Signals::default());
+    assert_eq!(backlog.components.capacity, None);
+    t.record_decision(&a, &decision, false);
+    t.record_decision(&a, &backlog, false);
+    only_b(&t);
+    assert!(
+        t.encode()
+            .contains(r#"backlog_scaler_backlog{namespace="ns",name="a""#)
+    );
+}
+
+#[test]
+fn every_drain_rate_source_has_its_label() {
+    let t = Telemetry::new();
+    let so = labels("so");
+    for (source, name) in [
+        (DrainRateSource::Configured, "configured"),
+        (DrainRateSource::Prior, "prior"),
+        (DrainRateSource::Samples, "samples"),
+        (DrainRateSource::Fit, "fit"),
+        (DrainRateSource::Bounds, "bounds"),
+        (DrainRateSource::None, "none"),
+    ] {
+        t.record_decision(&so, &capacity_decision(estimate(source, 1.0, true)), false);
+        let lines = samples(&t, "backlog_scaler_capacity_drain_rate");
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(
+            lines[0].contains(&format!("source=\"{name}\"")),
+            "{lines:?}"
+        );
+        assert!(Telemetry::drain_rate_source_names().contains(&name));
+    }
+    assert_eq!(Telemetry::drain_rate_source_names().len(), 6);
+    assert_eq!(Telemetry::arrival_rate_kind_names(), ["smoothed", "peak"]);
+}
+
+#[test]
+fn grpc_durations_fall_in_sub_millisecond_to_second_buckets() {
+    let t = Telemetry::new();
+    t.record_grpc("GetMetrics", tonic::Code::Ok);
+    t.record_grpc_duration("GetMetrics", Duration::from_micros(80));
+    t.record_grpc_duration("GetMetrics", Duration::from_millis(1500));
+    let text = t.encode();
+    let bucket = |le: &str| {
+        let prefix = format!(
+            "backlog_scaler_grpc_request_duration_seconds_bucket{{le=\"{le}\",method=\"GetMetrics\"}} "
+        );
+        text.lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .unwrap_or_else(|| panic!("no bucket {le}:\n{text}"))
+            .to_owned()
+    };
+    assert_eq!(bucket("0.0001"), "1");
+    assert_eq!(bucket("1.0"), "1");
+    assert_eq!(bucket("2.5"), "2");
+    assert_eq!(bucket("+Inf"), "2");
+    assert!(
+        text.contains(r#"backlog_scaler_grpc_requests_total{method="GetMetrics",code="OK"} 1"#),
+        "{text}"
+    );
+    for method in Telemetry::grpc_methods() {
+        assert!(
+            ["IsActive", "StreamIsActive", "GetMetricSpec", "GetMetrics"].contains(method),
+            "{method}"
+        );
+    }
+}
