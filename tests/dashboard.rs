@@ -6,6 +6,10 @@
 //! query, with the dashboard's variables resolved through their own
 //! `label_values` queries, must return data through `/api/v1/query`.
 //!
+//! `chat` runs the `capacity` policy with a prior `μ` (`drainRatePerReplica`)
+//! and a load step, so `μ`, `λ̂` and `λ_peak` have values; `noisy` runs
+//! `backlog`, which has no capacity series.
+//!
 //! Targets on kube-state-metrics series (`kube_…`) cannot have data here; they
 //! are allowed only in panels whose description says "Needs
 //! kube-state-metrics", and are listed and skipped.
@@ -301,7 +305,14 @@ async fn every_panel_query_returns_data_from_a_real_prometheus() {
         object(name, &md)
     };
     let objects = vec![
-        build("chat", common(&[("vllmTargets", targets(&chat_pods))])),
+        build(
+            "chat",
+            common(&[
+                ("vllmTargets", targets(&chat_pods)),
+                ("policy", "capacity".to_owned()),
+                ("drainRatePerReplica", "2".to_owned()),
+            ]),
+        ),
         build(
             "chat-shadow",
             common(&[
@@ -309,7 +320,13 @@ async fn every_panel_query_returns_data_from_a_real_prometheus() {
                 ("mode", "shadow".to_owned()),
             ]),
         ),
-        build("noisy", common(&[("vllmTargets", targets(&noisy))])),
+        build(
+            "noisy",
+            common(&[
+                ("vllmTargets", targets(&noisy)),
+                ("policy", "backlog".to_owned()),
+            ]),
+        ),
         build(
             "gone",
             common(&[("vllmTargets", format!("http://{gone}/metrics"))]),
@@ -339,7 +356,10 @@ async fn every_panel_query_returns_data_from_a_real_prometheus() {
     prometheus
         .wait_for_series("backlog_scaler_backlog", Duration::from_secs(30))
         .await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // A load step while every pod answers: 28 requests arrive on one pod
+    // within a poll, so `λ̂` and the peak it holds rise above 0.
+    common::set(&chat_pods[0], 40.0, 30.0);
+    tokio::time::sleep(Duration::from_secs(3)).await;
     chat_pods[2].set_status_override(Some(500));
 
     // The variables, each through its own label_values query.
@@ -451,6 +471,43 @@ async fn every_panel_query_returns_data_from_a_real_prometheus() {
         .query_vector(r#"backlog_scaler_shadow_desired_replicas{name="chat-shadow"}"#)
         .await;
     assert!(shadow.first().is_some_and(|s| s.value >= 1.0), "{shadow:?}");
+    // The capacity series: `chat`'s prior μ (not confident, so floored at
+    // the backlog formula) and the arrivals of the load step; none for the
+    // backlog trigger nor for the one that answers UNAVAILABLE.
+    let mu = prometheus
+        .query_vector(r#"backlog_scaler_capacity_drain_rate{name="chat"}"#)
+        .await;
+    assert!(
+        mu.len() == 1 && mu[0].value == 2.0 && mu[0].label("source") == Some("prior"),
+        "{mu:?}"
+    );
+    let peak = prometheus
+        .query_vector(r#"backlog_scaler_capacity_arrival_rate{name="chat",kind="peak"}"#)
+        .await;
+    assert!(peak.first().is_some_and(|s| s.value > 0.0), "{peak:?}");
+    let floor = prometheus
+        .query_vector(r#"backlog_scaler_capacity_backlog_floor{name="chat"}"#)
+        .await;
+    assert_eq!(floor.first().map(|s| s.value), Some(1.0), "{floor:?}");
+    for name in ["noisy", "gone"] {
+        let none = prometheus
+            .query_vector(&format!(
+                r#"{{__name__=~"backlog_scaler_capacity_.*", name="{name}"}}"#
+            ))
+            .await;
+        assert!(none.is_empty(), "{name}: {none:?}");
+    }
+    let latency = prometheus
+        .query_vector("sum by (method) (backlog_scaler_grpc_request_duration_seconds_count)")
+        .await;
+    for method in ["GetMetricSpec", "GetMetrics", "IsActive"] {
+        assert!(
+            latency
+                .iter()
+                .any(|s| s.label("method") == Some(method) && s.value >= 1.0),
+            "{method}: {latency:?}"
+        );
+    }
     let invalid = prometheus
         .query_vector(r#"backlog_scaler_grpc_requests_total{code="INVALID_ARGUMENT"}"#)
         .await;
