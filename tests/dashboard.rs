@@ -342,6 +342,12 @@ async fn every_panel_query_returns_data_from_a_real_prometheus() {
     ];
     let mut client = grpc(&scaler).await;
     ask(&mut client, &objects).await;
+    // An open activity stream, as KEDA holds one per ScaledObject: timed
+    // once, when it opens.
+    let stream = client
+        .stream_is_active(objects[0].clone())
+        .await
+        .expect("the stream opens");
     // KEDA asks every few seconds; keep asking while the data builds up.
     let asking = {
         let mut client = grpc(&scaler).await;
@@ -508,6 +514,13 @@ async fn every_panel_query_returns_data_from_a_real_prometheus() {
             "{method}: {latency:?}"
         );
     }
+    let streams: Vec<f64> = latency
+        .iter()
+        .filter(|s| s.label("method") == Some("StreamIsActive"))
+        .map(|s| s.value)
+        .collect();
+    assert_eq!(streams, [1.0], "one stream opened: {latency:?}");
+    drop(stream);
     let invalid = prometheus
         .query_vector(r#"backlog_scaler_grpc_requests_total{code="INVALID_ARGUMENT"}"#)
         .await;

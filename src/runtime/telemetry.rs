@@ -30,10 +30,13 @@
 
 mod capacity;
 pub mod grpc;
+mod labels;
+
+use labels::FloatGauge;
+pub use labels::TriggerLabels;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -46,17 +49,6 @@ use prometheus_client::registry::Registry;
 use crate::decide::fusion::{Decision, Driver, GpuAction};
 use crate::decide::quorum::PodState;
 use crate::source::PollOutcome;
-
-/// Labels of per-trigger series.
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct TriggerLabels {
-    /// ScaledObject namespace.
-    pub namespace: String,
-    /// ScaledObject name.
-    pub name: String,
-    /// The trigger's metric name.
-    pub metric: String,
-}
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ComponentLabels {
@@ -85,8 +77,6 @@ struct PollLabels {
     source: String,
     outcome: &'static str,
 }
-
-type FloatGauge = Gauge<f64, AtomicU64>;
 
 const COMPONENTS: [&str; 10] = [
     "waiting",
@@ -256,6 +246,23 @@ impl Telemetry {
     /// Every value of the `guard` label (documented like the components).
     pub fn guard_names() -> &'static [&'static str] {
         &GUARDS
+    }
+
+    /// Every value of the `source` label of `backlog_scaler_capacity_drain_rate`
+    /// (documented in the README's self-metrics table).
+    pub fn drain_rate_source_names() -> &'static [&'static str] {
+        capacity::source_names()
+    }
+
+    /// Every value of the `kind` label of `backlog_scaler_capacity_arrival_rate`.
+    pub fn arrival_rate_kind_names() -> &'static [&'static str] {
+        capacity::kind_names()
+    }
+
+    /// The methods KEDA calls, as the `method` label of the gRPC series
+    /// spells them.
+    pub fn grpc_methods() -> &'static [&'static str] {
+        grpc::GrpcMetrics::methods()
     }
 
     /// Prometheus text exposition of every metric.
@@ -452,6 +459,17 @@ impl Telemetry {
                 .get_or_create(&labels)
                 .inc_by(malformed as u64);
         }
+    }
+
+    /// Count one gRPC request.
+    pub fn record_grpc(&self, method: &'static str, code: tonic::Code) {
+        self.grpc.count(method, code);
+    }
+
+    /// Observe how long one gRPC call took (the span is described in
+    /// [`grpc`]).
+    pub fn record_grpc_duration(&self, method: &'static str, elapsed: Duration) {
+        self.grpc.observe(method, elapsed);
     }
 }
 

@@ -174,7 +174,7 @@ mod tests {
         }
         let (sum, count) = observed(&telemetry, "GetMetrics").expect("observed");
         assert_eq!(count, 2);
-        assert!(sum >= 0.06 && sum < 2.0, "{sum}");
+        assert!((0.06..2.0).contains(&sum), "{sum}");
         // An unknown method is answered but not timed.
         timed
             .call(request("/externalscaler.ExternalScaler/Other"))

@@ -8,7 +8,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use super::{FloatGauge, TriggerLabels};
+use super::labels::{FloatGauge, TriggerLabels};
 use crate::decide::capacity::CapacityEstimate;
 use crate::decide::capacity::learn::DrainRateSource;
 
@@ -127,15 +127,12 @@ impl CapacityMetrics {
     }
 }
 
-impl super::Telemetry {
-    /// Every value of the `source` label of `backlog_scaler_capacity_drain_rate`
-    /// (documented in the README's self-metrics table).
-    pub fn drain_rate_source_names() -> &'static [&'static str] {
-        &SOURCES
-    }
+/// Every value of the `source` label.
+pub(super) fn source_names() -> &'static [&'static str] {
+    &SOURCES
+}
 
-    /// Every value of the `kind` label of `backlog_scaler_capacity_arrival_rate`.
-    pub fn arrival_rate_kind_names() -> &'static [&'static str] {
-        &KINDS
-    }
+/// Every value of the `kind` label.
+pub(super) fn kind_names() -> &'static [&'static str] {
+    &KINDS
 }

@@ -15,8 +15,6 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-use super::Telemetry;
-
 /// The `externalscaler.ExternalScaler` methods, as the `method` label reads.
 const METHODS: [&str; 4] = ["IsActive", "StreamIsActive", "GetMetricSpec", "GetMetrics"];
 
@@ -71,16 +69,13 @@ impl GrpcMetrics {
     }
 }
 
-impl Telemetry {
-    /// The methods KEDA calls, as the `method` label spells them.
-    pub fn grpc_methods() -> &'static [&'static str] {
+impl GrpcMetrics {
+    pub(super) fn methods() -> &'static [&'static str] {
         &METHODS
     }
 
-    /// Count one gRPC request.
-    pub fn record_grpc(&self, method: &'static str, code: tonic::Code) {
-        self.grpc
-            .requests
+    pub(super) fn count(&self, method: &'static str, code: tonic::Code) {
+        self.requests
             .get_or_create(&GrpcLabels {
                 method,
                 code: code_name(code),
@@ -88,11 +83,8 @@ impl Telemetry {
             .inc();
     }
 
-    /// Observe how long one gRPC call took (see the module docs for what
-    /// the span covers).
-    pub fn record_grpc_duration(&self, method: &'static str, elapsed: Duration) {
-        self.grpc
-            .duration
+    pub(super) fn observe(&self, method: &'static str, elapsed: Duration) {
+        self.duration
             .get_or_create(&MethodLabels { method })
             .observe(elapsed.as_secs_f64());
     }
