@@ -12,7 +12,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use backlog_scaler::decide::fusion::{FusionParams, GpuGuard, LatencyGuard, Signals, fuse};
+use backlog_scaler::decide::capacity::{CapacityState, PodCounters};
+use backlog_scaler::decide::fusion::{
+    CapacityParams, FusionParams, GpuGuard, LatencyGuard, Policy, Signals, fuse,
+};
 use backlog_scaler::decide::quorum::PodState;
 use backlog_scaler::runtime::telemetry::{Telemetry, TriggerLabels};
 use backlog_scaler::source::PollOutcome;
@@ -172,7 +175,8 @@ fn every_outcome() -> [PollOutcome; 4] {
 }
 
 /// A registry with a series in every family: a decision with every term
-/// configured, a left-out pod, every poll outcome, a gRPC call.
+/// configured, a `capacity` trigger's decision, a left-out pod, every poll
+/// outcome, a timed gRPC call.
 fn exposition() -> String {
     let telemetry = Telemetry::new();
     let labels = TriggerLabels {
@@ -211,6 +215,37 @@ fn exposition() -> String {
         telemetry.record_poll("pod", outcome, Duration::from_millis(3), 1);
     }
     telemetry.record_grpc("GetMetrics", tonic::Code::Ok);
+    telemetry.record_grpc_duration("GetMetrics", Duration::from_micros(300));
+    // Only a `capacity` trigger's decision carries the capacity families.
+    let capacity_params = CapacityParams {
+        drain_rate_per_replica: Some(2.0),
+        arrival_smoothing_seconds: 15.0,
+        peak_hold_seconds: 600.0,
+        headroom: 0.2,
+        drain_horizon_seconds: 30.0,
+        learn_drain_rate: true,
+    };
+    let pod = PodCounters {
+        pod: "pod".into(),
+        waiting: 4.0,
+        running: 16.0,
+        finished_total: Some(100.0),
+        kv_cache_usage: Some(0.5),
+    };
+    let estimate = CapacityState::default().observe(&capacity_params, 0.0, &[pod], Some(32.0));
+    params.policy = Policy::Capacity(capacity_params);
+    let capacity = fuse(
+        &params,
+        &Signals {
+            capacity: Some(estimate),
+            ..signals
+        },
+    );
+    let capacity_labels = TriggerLabels {
+        name: "capacity".into(),
+        ..labels.clone()
+    };
+    telemetry.record_decision(&capacity_labels, &capacity, false);
     telemetry.set_triggers(1);
     telemetry.add_pollers(1);
     telemetry.encode()

@@ -304,6 +304,9 @@ fn prom_spec() -> TriggerSpec {
         ("prometheusAddress", "http://127.0.0.1:9/"),
         ("targetBacklogPerReplica", "10"),
         ("runningPerReplica", "32"),
+        // The summed-signal path these tests pin; PromQL's default is now
+        // `capacity` per pod (docs/decisions/0024).
+        ("policy", "backlog"),
     ])
 }
 
