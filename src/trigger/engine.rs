@@ -7,13 +7,16 @@ use super::error::{MetadataError, conflict, invalid};
 use super::keys;
 use super::latency::TtftSettings;
 use super::values::{Metadata, targets};
-use crate::source::prometheus::DefaultQueries;
+use crate::source::http::ScrapeTarget;
+use crate::source::prometheus::{DefaultQueries, PodQueries};
 use crate::source::{Engine, EngineSource, PromQuery};
 
 /// How engine signals are read.
 #[derive(Debug, Clone, PartialEq)]
 pub enum EngineInput {
-    /// Scrape the pods directly (`vllmTargets`).
+    /// Per pod: scraped directly (`vllmTargets`), or with `policy:
+    /// capacity` read through per-pod PromQL queries
+    /// ([`EngineSource::prometheus`]); the decision reads both alike.
     Scrape(EngineSource),
     /// PromQL (`prometheusAddress`).
     Prometheus(Box<PromSignals>),
@@ -81,8 +84,32 @@ pub fn prometheus_address(md: &Metadata<'_>, errors: &mut Vec<MetadataError>) ->
     valid
 }
 
+/// The summed PromQL keys of `policy: backlog`, and what `policy:
+/// capacity` reads instead.
+pub const SUMMED_QUERIES: [(&str, &str); 5] = [
+    (keys::WAITING_QUERY, "`podWaitingQuery`"),
+    (keys::RUNNING_QUERY, "`podRunningQuery`"),
+    (keys::KV_CACHE_QUERY, "`podKvCacheQuery`"),
+    (keys::TTFT_QUERY, "the TTFT buckets per pod (no override)"),
+    (
+        keys::REPLICAS_QUERY,
+        "the pods its answers name (no override)",
+    ),
+];
+
+/// The per-pod PromQL keys of `policy: capacity`.
+pub const POD_QUERY_KEYS: [&str; 5] = [
+    keys::POD_LABEL,
+    keys::POD_WAITING_QUERY,
+    keys::POD_RUNNING_QUERY,
+    keys::POD_FINISHED_QUERY,
+    keys::POD_KV_CACHE_QUERY,
+];
+
 /// The engine input the keys select, each needed query built (from its key
-/// or the engine's default).
+/// or the engine's default). `per_pod`: the policy needs per-pod counters
+/// (`capacity`), so the PromQL path asks per-pod vectors.
+#[allow(clippy::too_many_arguments)]
 pub fn engine_input(
     md: &Metadata<'_>,
     engine: Engine,
@@ -90,6 +117,7 @@ pub fn engine_input(
     prometheus: Option<&Url>,
     needs: Needs,
     ttft: TtftSettings,
+    per_pod: bool,
     errors: &mut Vec<MetadataError>,
 ) -> Option<EngineInput> {
     let names = engine.metrics();
@@ -119,7 +147,7 @@ pub fn engine_input(
             None
         }
         (true, _) => {
-            for key in query_keys {
+            for key in query_keys.into_iter().chain(POD_QUERY_KEYS) {
                 if md.has(key) {
                     errors.push(conflict(
                         key,
@@ -152,9 +180,21 @@ pub fn engine_input(
                 engine,
                 targets,
                 model_name,
+                prometheus: None,
             }))
         }
+        (false, Some(address)) if per_pod => {
+            pod_queries(md, engine, model_name, address, needs, errors)
+        }
         (false, Some(address)) => {
+            for key in POD_QUERY_KEYS {
+                if md.has(key) {
+                    errors.push(conflict(
+                        key,
+                        "only applies to `policy: capacity` on the PromQL path (`policy: backlog` reads summed queries)",
+                    ));
+                }
+            }
             let defaults =
                 DefaultQueries::new(engine, model_name.as_deref(), md.text(keys::NAMESPACE));
             let auth_profile = md.text(keys::AUTH_PROFILE).map(str::to_owned);
@@ -230,4 +270,139 @@ pub fn engine_input(
             None
         }
     }
+}
+
+/// `policy: capacity` on the PromQL path: the per-pod queries (each from
+/// its key or the engine's default), read as one engine source whose pods
+/// the decision treats exactly as scraped ones (docs/decisions/0024).
+fn pod_queries(
+    md: &Metadata<'_>,
+    engine: Engine,
+    model_name: Option<String>,
+    address: &Url,
+    needs: Needs,
+    errors: &mut Vec<MetadataError>,
+) -> Option<EngineInput> {
+    for (key, instead) in SUMMED_QUERIES {
+        if md.has(key) {
+            errors.push(conflict(
+                key,
+                format!(
+                    "is a summed query of `policy: backlog`; `policy: capacity` reads PromQL per pod: use {instead}, or set `policy: backlog`"
+                ),
+            ));
+        }
+    }
+    let pod_label = match md.get(keys::POD_LABEL) {
+        None => "pod".to_owned(),
+        Some((_, raw)) if is_label_name(raw) && !matches!(raw, "namespace" | "le") => {
+            raw.to_owned()
+        }
+        Some((sent, raw)) => {
+            errors.push(invalid(
+                sent,
+                raw,
+                "a Prometheus label name (`[a-zA-Z_][a-zA-Z0-9_]*`, not `namespace` or `le`) naming the pod in the answers, e.g. `pod` or `kubernetes_pod_name`",
+            ));
+            return None;
+        }
+    };
+    let defaults = DefaultQueries::new(engine, model_name.as_deref(), md.text(keys::NAMESPACE));
+    let text = |key: &'static str, default: Option<String>, errors: &mut Vec<MetadataError>| {
+        match md.get(key) {
+            Some((sent, raw)) if raw.trim().is_empty() => {
+                errors.push(invalid(
+                    sent,
+                    raw,
+                    format!("a PromQL expression returning one series per pod, each with its `{pod_label}` label"),
+                ));
+                None
+            }
+            Some((_, raw)) => Some(raw.to_owned()),
+            None => default,
+        }
+    };
+    let waiting = text(
+        keys::POD_WAITING_QUERY,
+        Some(defaults.pod_waiting(&pod_label)),
+        errors,
+    );
+    let running = text(
+        keys::POD_RUNNING_QUERY,
+        defaults.pod_running(&pod_label),
+        errors,
+    );
+    let finished = text(
+        keys::POD_FINISHED_QUERY,
+        Some(defaults.pod_finished(&pod_label)),
+        errors,
+    );
+    let kv_cache = text(
+        keys::POD_KV_CACHE_QUERY,
+        defaults.pod_kv_cache(&pod_label),
+        errors,
+    );
+    let unsupported = |key: &'static str, what: &str, instead: &str| {
+        conflict(
+            key,
+            format!(
+                "needs {what}, which engine `{engine}` does not expose; set {instead} or `policy: backlog` with a summed query"
+            ),
+        )
+    };
+    if needs.running && running.is_none() {
+        errors.push(unsupported(
+            keys::RUNNING_PER_REPLICA,
+            "a running-requests gauge",
+            "`podRunningQuery`",
+        ));
+    }
+    if needs.kv_cache && kv_cache.is_none() {
+        errors.push(unsupported(
+            keys::KV_CACHE_TARGET,
+            "a KV-cache usage gauge",
+            "`podKvCacheQuery`",
+        ));
+    }
+    let ttft = if needs.ttft {
+        let buckets = defaults.pod_ttft(&pod_label);
+        if buckets.is_none() {
+            errors.push(conflict(
+                keys::TTFT_SLO_SECONDS,
+                format!(
+                    "needs a TTFT histogram, which engine `{engine}` does not expose; set `policy: backlog` with `ttftQuery`"
+                ),
+            ));
+        }
+        buckets
+    } else {
+        None
+    };
+    let queries = PodQueries {
+        address: address.clone(),
+        auth_profile: md.text(keys::AUTH_PROFILE).map(str::to_owned),
+        pod_label,
+        waiting: waiting?,
+        running,
+        finished: finished?,
+        kv_cache,
+        ttft,
+    };
+    Some(EngineInput::Scrape(EngineSource {
+        engine,
+        // Only for the outbound check and the label: the reads go through
+        // `prometheus`.
+        targets: vec![ScrapeTarget::Static(address.clone())],
+        model_name,
+        prometheus: Some(Box::new(queries)),
+    }))
+}
+
+/// A Prometheus label name.
+fn is_label_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }

@@ -58,6 +58,32 @@ pub const GPU_UTIL_QUERY: &str = "gpuUtilQuery";
 /// answers an explicit 0; otherwise the trigger is UNAVAILABLE (a lost
 /// target is not zero work).
 pub const REPLICAS_QUERY: &str = "replicasQuery";
+/// With `policy: capacity` (the default) on the PromQL path: the label that
+/// names the pod in the per-pod queries' answers. Default `pod` (what a
+/// `PodMonitor` or the usual `kubernetes_sd` relabelling writes); every
+/// default per-pod query groups `by (namespace, <podLabel>)`.
+pub const POD_LABEL: &str = "podLabel";
+/// `capacity` on the PromQL path: `W` per pod, one series per pod carrying
+/// `podLabel`. Default `sum by (namespace, pod) (<waiting gauge>{…})`
+/// (vLLM's `reason="capacity"` series where present, per pod). A pod missing
+/// here while other queries name it is a failed pod (held, then left out),
+/// never 0.
+pub const POD_WAITING_QUERY: &str = "podWaitingQuery";
+/// `capacity` on the PromQL path: `R` per pod. Default
+/// `sum by (namespace, pod) (<running gauge>{…})`. A pod missing here is a
+/// failed pod, never 0 running.
+pub const POD_RUNNING_QUERY: &str = "podRunningQuery";
+/// `capacity` on the PromQL path: the finished-requests counter per pod,
+/// its raw value (not `rate()`: the policy takes its own per-pod deltas and
+/// handles restarts). Default
+/// `sum by (namespace, pod) (vllm:request_success_total{…})` (the engine's
+/// finished counters). A pod missing here keeps λ̂ where it was and floors
+/// `B` at the backlog formula (UNAVAILABLE with `learnDrainRate: false`).
+pub const POD_FINISHED_QUERY: &str = "podFinishedQuery";
+/// `capacity` on the PromQL path: KV-cache usage 0–1 per pod (bounds the
+/// full batch the learned μ is extrapolated to). Default
+/// `avg by (namespace, pod) (<kv gauge>{…})`.
+pub const POD_KV_CACHE_QUERY: &str = "podKvCacheQuery";
 /// Name of a credentials profile in the scaler-side `--config` (bearer
 /// token, basic auth, headers for Prometheus). Credentials never come from
 /// metadata.
@@ -348,6 +374,11 @@ pub const PROMETHEUS: &[&str] = &[
     KV_CACHE_QUERY,
     GPU_UTIL_QUERY,
     REPLICAS_QUERY,
+    POD_LABEL,
+    POD_WAITING_QUERY,
+    POD_RUNNING_QUERY,
+    POD_FINISHED_QUERY,
+    POD_KV_CACHE_QUERY,
     AUTH_PROFILE,
 ];
 /// The fusion formula's `T`, `C` and `A`.
@@ -458,6 +489,11 @@ pub const ALL: &[&str] = &[
     KV_CACHE_QUERY,
     GPU_UTIL_QUERY,
     REPLICAS_QUERY,
+    POD_LABEL,
+    POD_WAITING_QUERY,
+    POD_RUNNING_QUERY,
+    POD_FINISHED_QUERY,
+    POD_KV_CACHE_QUERY,
     AUTH_PROFILE,
     TARGET_BACKLOG_PER_REPLICA,
     RUNNING_PER_REPLICA,
@@ -539,41 +575,4 @@ pub const GROUPS: &[&[&str]] = &[
 ];
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_key_is_listed_once_and_has_a_group() {
-        let mut all: Vec<&str> = ALL.to_vec();
-        all.sort_unstable();
-        all.dedup();
-        assert_eq!(all.len(), ALL.len(), "a key is listed twice in ALL");
-        for key in ALL {
-            let groups = GROUPS.iter().filter(|g| g.contains(key)).count();
-            let expected = if *key == AUTH_PROFILE { 2 } else { 1 };
-            assert_eq!(groups, expected, "{key} is in {groups} groups");
-            assert!(!KEDAS.contains(key), "{key} is also KEDA's");
-            assert!(!KEDA_REFUSED.contains(key), "{key} is also refused");
-            assert!(
-                !KEDA_ALIASES.iter().any(|(alias, _)| alias == key),
-                "{key} is also an alias"
-            );
-        }
-        for (alias, key) in KEDA_ALIASES {
-            assert!(ALL.contains(key), "{alias} → {key}, not a key");
-            assert!(!KEDA_REFUSED.contains(alias) && !KEDAS.contains(alias));
-        }
-        for group in GROUPS {
-            assert!(group.iter().all(|k| ALL.contains(k)), "{group:?}");
-        }
-        for key in BROKER {
-            assert!(
-                SQS.contains(key)
-                    || KAFKA.contains(key)
-                    || RABBITMQ.contains(key)
-                    || BROKER_COMMON.contains(key),
-                "{key}"
-            );
-        }
-    }
-}
+mod tests;

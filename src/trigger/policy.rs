@@ -4,6 +4,7 @@ use super::defaults::{
     DEFAULT_ARRIVAL_SMOOTHING_SECONDS, DEFAULT_DRAIN_HORIZON_SECONDS, DEFAULT_HEADROOM,
     DEFAULT_PEAK_HOLD_SECONDS,
 };
+use super::engine::SUMMED_QUERIES;
 use super::error::{MetadataError, conflict, invalid};
 use super::keys;
 use super::params::{CapacityParams, Policy};
@@ -12,13 +13,18 @@ use super::values::{Metadata, number, optional_positive};
 /// The policy; with `capacity`, its parameters (defaulted); with `backlog`,
 /// any capacity key is a conflict.
 pub fn policy(md: &Metadata<'_>, errors: &mut Vec<MetadataError>) -> Policy {
-    // Default: `capacity` for a trigger that scrapes engine pods, with or
+    // Default: `capacity` for a trigger that reads engine pods, with or
     // without μ (learned from the pods' counters, the backlog formula as
-    // its floor until confident: docs/decisions/0022), and when a drain
-    // rate is given (the PromQL path then refuses it: no per-pod counters).
-    // `backlog` otherwise.
+    // its floor until confident: docs/decisions/0022): scraped, or through
+    // Prometheus with per-pod queries (0024), unless a summed query key
+    // says the user wrote the sums `backlog` reads; and when a drain rate
+    // is given. `backlog` otherwise (a broker-only trigger).
+    let promql = md.has(keys::PROMETHEUS_ADDRESS) || md.has(keys::SERVER_ADDRESS);
+    let summed = SUMMED_QUERIES.iter().any(|(key, _)| md.has(key));
     let capacity = match md.get(keys::POLICY) {
-        None => md.has(keys::VLLM_TARGETS) || md.has(keys::DRAIN_RATE_PER_REPLICA),
+        None => {
+            md.has(keys::VLLM_TARGETS) || promql && !summed || md.has(keys::DRAIN_RATE_PER_REPLICA)
+        }
         Some((_, raw)) if raw.eq_ignore_ascii_case("backlog") => false,
         Some((_, raw)) if raw.eq_ignore_ascii_case("capacity") => true,
         Some((sent, raw)) => {

@@ -17,7 +17,7 @@ use super::values::{
     Metadata, ip_family, number, optional_non_negative, optional_positive, required_positive,
     whole_seconds,
 };
-use crate::source::{Engine, SourceSpec};
+use crate::source::{Engine, PromQuery, SourceSpec};
 
 const MAX_POLL_INTERVAL_SECS: u64 = 300;
 const MAX_METRIC_NAME_LEN: usize = 63;
@@ -113,12 +113,6 @@ impl TriggerSpec {
             "a fraction in (0, 1], e.g. `0.5` (`1`: every discovered pod must report)",
             &mut errors,
         );
-        if min_reporting_fraction.is_some() && !md.has(keys::VLLM_TARGETS) {
-            errors.push(conflict(
-                keys::MIN_REPORTING_FRACTION,
-                "counts the pods scraped with `vllmTargets`; set `vllmTargets` (the PromQL path and brokers have no per-pod answers)",
-            ));
-        }
         let min_reporting_fraction =
             min_reporting_fraction.unwrap_or(DEFAULT_MIN_REPORTING_FRACTION);
         let model_name = md.text(keys::MODEL_NAME).map(str::to_owned);
@@ -153,14 +147,24 @@ impl TriggerSpec {
         };
 
         let policy = policy(&md, &mut errors);
-        if matches!(policy, Policy::Capacity(_)) && !md.has(keys::VLLM_TARGETS) {
-            errors.push(conflict(
-                keys::POLICY,
-                "`capacity` needs per-pod counters: set `vllmTargets` (the PromQL path gives sums only)",
-            ));
-        }
         let prometheus = prometheus_address(&md, &mut errors);
         let has_engine = md.has(keys::VLLM_TARGETS) || prometheus.is_some();
+        // `capacity` reads per-pod counters: scraped, or on the PromQL path
+        // per-pod queries (docs/decisions/0024). A broker-only trigger has
+        // no pods to learn from.
+        let per_pod = matches!(policy, Policy::Capacity(_)) && has_engine;
+        if matches!(policy, Policy::Capacity(_)) && !has_engine {
+            errors.push(conflict(
+                keys::POLICY,
+                "`capacity` needs per-pod counters: set `vllmTargets`, or `prometheusAddress` (per-pod PromQL queries)",
+            ));
+        }
+        if md.has(keys::MIN_REPORTING_FRACTION) && !per_pod {
+            errors.push(conflict(
+                keys::MIN_REPORTING_FRACTION,
+                "counts the pods read per pod (`vllmTargets`, or `prometheusAddress` with `policy: capacity`); the summed PromQL path and brokers have no per-pod answers",
+            ));
+        }
         let engine_input = if has_engine || broker.is_none() {
             engine_input(
                 &md,
@@ -169,6 +173,7 @@ impl TriggerSpec {
                 prometheus.as_ref(),
                 needs,
                 ttft,
+                per_pod,
                 &mut errors,
             )
         } else {
@@ -223,7 +228,22 @@ impl TriggerSpec {
         let mut sources = Vec::new();
         match &self.engine {
             None => {}
-            Some(EngineInput::Scrape(source)) => sources.push(SourceSpec::Engine(source.clone())),
+            Some(EngineInput::Scrape(source)) => {
+                sources.push(SourceSpec::Engine(source.clone()));
+                // Registration authorizes the credentials profiles of the
+                // PromQL sources it is given; until it also reads an engine
+                // source's, the per-pod path's profile rides on one of its
+                // queries (polled too: it fails when the per-pod reads do).
+                if let Some(q) = &source.prometheus
+                    && q.auth_profile.is_some()
+                {
+                    sources.push(SourceSpec::Prometheus(PromQuery {
+                        address: q.address.clone(),
+                        query: q.waiting.clone(),
+                        auth_profile: q.auth_profile.clone(),
+                    }));
+                }
+            }
             Some(EngineInput::Prometheus(q)) => {
                 for query in [
                     Some(&q.waiting),
@@ -316,6 +336,8 @@ fn metric_name(
 
 #[cfg(test)]
 mod fuzz_tests;
+#[cfg(test)]
+mod promql_tests;
 #[cfg(test)]
 mod redaction_tests;
 #[cfg(test)]

@@ -194,6 +194,7 @@ fn a_scrape_of_the_exposition_reads_what_the_policies_are_given() {
         engine: Engine::Vllm,
         targets: Vec::new(),
         model_name: None,
+        prometheus: None,
     };
     let model = PodModel::default();
     let mut fleet = Fleet::new(model, 2, 0.0);

@@ -48,6 +48,11 @@ impl EngineSource {
         ctx: &SourceContext,
         per_pod: Duration,
     ) -> Result<PodsRead, SourceError> {
+        if let Some(q) = &self.prometheus {
+            // One answer per query names every pod: the poll's own
+            // deadline bounds it.
+            return q.read_pods(self.engine, ctx).await;
+        }
         let mut urls = Vec::new();
         let mut empty_discovery = Vec::new();
         for target in &self.targets {

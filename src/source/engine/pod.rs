@@ -27,6 +27,7 @@ use crate::source::context::SourceContext;
 use crate::source::error::SourceError;
 use crate::source::http::ScrapeTarget;
 use crate::source::prom_text::{self, Sample};
+use crate::source::prometheus::PodQueries;
 
 /// Identity of an engine source: which pods, which engine, which model.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -37,6 +38,10 @@ pub struct EngineSource {
     pub targets: Vec<ScrapeTarget>,
     /// Only series with this model label count (`modelName`).
     pub model_name: Option<String>,
+    /// Read the pods through PromQL instead of scraping them (`policy:
+    /// capacity` with `prometheusAddress`); `targets` then holds only the
+    /// Prometheus address, for the outbound check.
+    pub prometheus: Option<Box<PodQueries>>,
 }
 
 /// Cumulative bucket counts of one histogram on one pod, bounds in seconds,
@@ -170,6 +175,13 @@ impl EngineSource {
     /// credential-shaped parts redacted (it reaches logs, `/explain` and
     /// the `source` label of self-metrics).
     pub fn label(&self) -> String {
+        if let Some(q) = &self.prometheus {
+            let mut label = format!("{} {}", self.engine, q.label());
+            if let Some(model) = &self.model_name {
+                label.push_str(&format!(" model={model}"));
+            }
+            return label;
+        }
         let first = self
             .targets
             .first()
@@ -187,6 +199,13 @@ impl EngineSource {
 
     /// Resolve targets, scrape all pods concurrently, parse each.
     pub async fn read(&self, ctx: &SourceContext) -> Result<EngineReading, SourceError> {
+        if let Some(q) = &self.prometheus {
+            let read = q.read_pods(self.engine, ctx).await?;
+            return match read.failed.into_iter().next() {
+                Some(failure) => Err(failure.error),
+                None => Ok(read.reading),
+            };
+        }
         let scraped = ctx.http.scrape_all(&self.targets, &self.label()).await?;
         let mut pods = Vec::with_capacity(scraped.bodies.len());
         let mut malformed_lines = 0;

@@ -238,49 +238,6 @@ fn latency_kv_and_gpu_keys_build_guards() {
 }
 
 #[test]
-fn prometheus_path_builds_one_query_per_needed_signal() {
-    let md = [
-        ("serverAddress", "http://prometheus.monitoring:9090"),
-        ("modelName", "m"),
-        ("namespace", "inference"),
-        ("targetBacklogPerReplica", "10"),
-        ("runningPerReplica", "32"),
-        ("ttftSloSeconds", "2"),
-        ("podSelectorRegex", "llama-.*"),
-        ("authProfile", "prom"),
-    ];
-    let spec = parse(&md).expect("valid");
-    let Some(EngineInput::Prometheus(q)) = &spec.engine else {
-        panic!("prometheus")
-    };
-    assert_eq!(
-        q.waiting.query,
-        r#"sum(vllm:num_requests_waiting_by_reason{model_name="m",namespace="inference",reason="capacity"}) or sum(vllm:num_requests_waiting{model_name="m",namespace="inference"})"#
-    );
-    assert!(q.running.is_some() && q.ttft.is_some() && q.kv_cache.is_none());
-    assert_eq!(
-        q.replicas.query,
-        r#"count(max without (engine) (vllm:num_requests_waiting{model_name="m",namespace="inference"}))"#
-    );
-    assert_eq!(q.waiting.auth_profile.as_deref(), Some("prom"));
-    assert!(
-        matches!(&spec.gpu, Some(GpuInput::Prometheus(g)) if g.query.contains("pod=~\"llama-.*\""))
-    );
-    // waiting, running, ttft, replicas, gpu
-    assert_eq!(spec.sources().len(), 5);
-    let overridden = parse(&[
-        ("prometheusAddress", "http://p:9090"),
-        ("targetBacklogPerReplica", "10"),
-        ("waitingQuery", "sum(my_queue)"),
-    ])
-    .expect("valid");
-    let Some(EngineInput::Prometheus(q)) = &overridden.engine else {
-        panic!("prometheus")
-    };
-    assert_eq!(q.waiting.query, "sum(my_queue)");
-}
-
-#[test]
 fn combinations_that_cannot_work_are_refused_with_the_reason() {
     type Case<'a> = (&'a [(&'a str, &'a str)], &'a [&'a str]);
     let cases: &[Case] = &[
@@ -406,6 +363,7 @@ fn combinations_that_cannot_work_are_refused_with_the_reason() {
                 ("targetBacklogPerReplica", "1"),
                 ("engine", "tgi"),
                 ("ttftSloSeconds", "2"),
+                ("policy", "backlog"),
             ],
             &["ttftQuery", "no default"],
         ),
@@ -466,13 +424,20 @@ fn capacity_policy_keys() {
     };
     assert_eq!(p.drain_rate_per_replica, None);
     assert!(p.learn_drain_rate);
-    // The PromQL path keeps backlog.
+    // The PromQL path too (per-pod queries), unless summed queries are set.
     let promql = parse(&[
         ("prometheusAddress", "http://p:9090"),
         ("targetBacklogPerReplica", "1"),
     ])
     .expect("valid");
-    assert_eq!(promql.fusion.policy, Policy::Backlog);
+    assert!(matches!(promql.fusion.policy, Policy::Capacity(_)));
+    let summed = parse(&[
+        ("prometheusAddress", "http://p:9090"),
+        ("targetBacklogPerReplica", "1"),
+        ("waitingQuery", "sum(q)"),
+    ])
+    .expect("valid");
+    assert_eq!(summed.fusion.policy, Policy::Backlog);
     let mut md = base();
     md.push(("policy", "backlog"));
     assert_eq!(parse(&md).expect("valid").fusion.policy, Policy::Backlog);
@@ -486,8 +451,9 @@ fn capacity_policy_keys() {
     let mut md = base();
     md.push(("policy", "fastest"));
     assert!(error_text(&md).contains("`backlog` or `capacity`"));
+    // A broker alone has no pods to learn from.
     let text = error_text(&[
-        ("prometheusAddress", "http://p:9090"),
+        ("queueURL", "https://sqs.us-east-1.amazonaws.com/1/q"),
         ("targetBacklogPerReplica", "1"),
         ("policy", "capacity"),
         ("drainRatePerReplica", "2"),
@@ -583,11 +549,12 @@ fn min_reporting_fraction_is_a_fraction_in_zero_one_for_scraped_pods() {
             "{value}: {text}"
         );
     }
-    // The PromQL path has no per-pod answers to count.
+    // The summed PromQL path has no per-pod answers to count.
     let text = error_text(&[
         ("prometheusAddress", "http://127.0.0.1:9090"),
         ("targetBacklogPerReplica", "10"),
         ("minReportingFraction", "0.5"),
+        ("policy", "backlog"),
     ]);
     assert!(
         text.contains("minReportingFraction") && text.contains("vllmTargets"),

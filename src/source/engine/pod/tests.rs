@@ -26,6 +26,7 @@ fn source(engine: Engine, model: Option<&str>) -> EngineSource {
         engine,
         targets: vec![],
         model_name: model.map(str::to_owned),
+        prometheus: None,
     }
 }
 

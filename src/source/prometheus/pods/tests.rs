@@ -1,0 +1,245 @@
+//! The answers → per-pod reading mapping, as tables.
+
+use super::*;
+use reqwest::Url;
+
+fn queries() -> PodQueries {
+    PodQueries {
+        address: Url::parse("http://127.0.0.1:9090").expect("url"),
+        auth_profile: None,
+        pod_label: "pod".into(),
+        waiting: "W".into(),
+        running: Some("R".into()),
+        finished: "F".into(),
+        kv_cache: Some("KV".into()),
+        ttft: Some("TTFT".into()),
+    }
+}
+
+/// A series `{namespace="ns", pod=…, extra…}`.
+fn s(pod: &str, value: f64) -> Sample {
+    let mut metric = BTreeMap::new();
+    metric.insert("namespace".to_owned(), "ns".to_owned());
+    metric.insert("pod".to_owned(), pod.to_owned());
+    Sample { metric, value }
+}
+
+fn bucket(pod: &str, le: &str, value: f64) -> Sample {
+    let mut sample = s(pod, value);
+    sample.metric.insert("le".to_owned(), le.to_owned());
+    sample
+}
+
+fn answers(
+    w: &[(&str, f64)],
+    r: &[(&str, f64)],
+    f: &[(&str, f64)],
+    kv: &[(&str, f64)],
+) -> PodAnswers {
+    let all = |v: &[(&str, f64)]| v.iter().map(|(p, x)| s(p, *x)).collect::<Vec<_>>();
+    PodAnswers {
+        waiting: all(w),
+        running: Some(all(r)),
+        finished: all(f),
+        kv_cache: Some(all(kv)),
+        ttft: Some(Vec::new()),
+    }
+}
+
+/// One row: the answers, then per pod `(target, W, R, F, KV)` read, and the
+/// pods that failed (with a word of their reason).
+type Row<'a> = (
+    &'a str,
+    PodAnswers,
+    &'a [(&'a str, f64, Option<f64>, Option<f64>, Option<f64>)],
+    &'a [(&'a str, &'a str)],
+);
+
+#[test]
+fn answers_become_the_pods_a_scrape_would_give() {
+    let rows: Vec<Row> = vec![
+        (
+            "every series present",
+            answers(
+                &[("a", 3.0), ("b", 0.0)],
+                &[("a", 8.0), ("b", 2.0)],
+                &[("a", 100.0), ("b", 7.0)],
+                &[("a", 0.5), ("b", 0.25)],
+            ),
+            &[
+                ("ns/a", 3.0, Some(8.0), Some(100.0), Some(0.5)),
+                ("ns/b", 0.0, Some(2.0), Some(7.0), Some(0.25)),
+            ],
+            &[],
+        ),
+        (
+            // The counter missing is read as missing (λ̂ held, B floored),
+            // never as 0 finished.
+            "a pod without its finished counter",
+            answers(
+                &[("a", 3.0), ("b", 1.0)],
+                &[("a", 8.0), ("b", 2.0)],
+                &[("a", 100.0)],
+                &[("a", 0.5), ("b", 0.25)],
+            ),
+            &[
+                ("ns/a", 3.0, Some(8.0), Some(100.0), Some(0.5)),
+                ("ns/b", 1.0, Some(2.0), None, Some(0.25)),
+            ],
+            &[],
+        ),
+        (
+            // Named by other queries but without W (stale, not scraped):
+            // a failed pod, held then left out, never W = 0.
+            "a pod without its waiting series",
+            answers(
+                &[("a", 3.0)],
+                &[("a", 8.0), ("b", 2.0)],
+                &[("a", 100.0), ("b", 7.0)],
+                &[],
+            ),
+            &[("ns/a", 3.0, Some(8.0), Some(100.0), None)],
+            &[("ns/b", "no series in `W`")],
+        ),
+        (
+            "a pod without its running series",
+            answers(
+                &[("a", 3.0), ("b", 1.0)],
+                &[("a", 8.0)],
+                &[("a", 100.0), ("b", 7.0)],
+                &[],
+            ),
+            &[("ns/a", 3.0, Some(8.0), Some(100.0), None)],
+            &[("ns/b", "no series in `R`")],
+        ),
+        (
+            "values that are not counts",
+            answers(
+                &[("a", f64::NAN), ("b", 1.0), ("c", 2.0)],
+                &[("a", 1.0), ("b", -1.0), ("c", 1.0)],
+                &[("a", 1.0), ("b", 1.0), ("c", f64::INFINITY)],
+                &[("c", f64::NAN)],
+            ),
+            &[("ns/c", 2.0, Some(1.0), None, None)],
+            &[("ns/a", "waiting"), ("ns/b", "running")],
+        ),
+        (
+            // Several series of one pod (an override that kept `engine`):
+            // summed, as the scrape sums a pod's engines; KV averaged.
+            "several series of one pod",
+            answers(
+                &[("a", 1.0), ("a", 2.0)],
+                &[("a", 4.0), ("a", 4.0)],
+                &[("a", 10.0), ("a", 5.0)],
+                &[("a", 0.2), ("a", 0.4)],
+            ),
+            &[(
+                "ns/a",
+                3.0,
+                Some(8.0),
+                Some(15.0),
+                Some(0.30000000000000004),
+            )],
+            &[],
+        ),
+    ];
+    for (name, answers, pods, failed) in rows {
+        let read = queries()
+            .reading(Engine::Vllm, &answers)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let got: Vec<_> = read
+            .reading
+            .pods
+            .iter()
+            .map(|p| {
+                (
+                    p.target.as_str(),
+                    p.waiting,
+                    p.running,
+                    p.finished_total,
+                    p.kv_cache_usage,
+                )
+            })
+            .collect();
+        assert_eq!(got, pods.to_vec(), "{name}");
+        assert_eq!(read.failed.len(), failed.len(), "{name}: {:?}", read.failed);
+        for (f, (target, word)) in read.failed.iter().zip(failed.iter()) {
+            assert_eq!(f.target, *target, "{name}");
+            assert!(f.error.to_string().contains(word), "{name}: {}", f.error);
+            assert!(!f.error.kind().is_transient(), "{name}");
+        }
+        assert_eq!(read.reading.engine, Engine::Vllm);
+    }
+}
+
+#[test]
+fn no_pod_or_no_pod_label_fails_the_reading() {
+    let q = queries();
+    let empty = answers(&[], &[], &[], &[]);
+    let err = q.reading(Engine::Vllm, &empty).expect_err("no pods");
+    assert!(err.to_string().contains("no pod in `W`"), "{err}");
+    // Every pod failed: the first one's reason.
+    let err = q
+        .reading(Engine::Vllm, &answers(&[], &[("a", 1.0)], &[], &[]))
+        .expect_err("all failed");
+    assert!(err.to_string().contains("no series in `W`"), "{err}");
+    // A query that summed the pod label away cannot be read per pod.
+    let mut bad = answers(&[("a", 1.0)], &[("a", 1.0)], &[], &[]);
+    bad.finished = vec![Sample {
+        metric: BTreeMap::new(),
+        value: 4.0,
+    }];
+    let err = q.reading(Engine::Vllm, &bad).expect_err("no pod label");
+    assert!(
+        err.to_string().contains("has no `pod` label") && err.to_string().contains("podLabel"),
+        "{err}"
+    );
+    // Without a namespace label the pod is named by its label alone.
+    let mut plain = answers(&[("a", 1.0)], &[("a", 1.0)], &[], &[]);
+    for sample in plain
+        .waiting
+        .iter_mut()
+        .chain(plain.running.iter_mut().flatten())
+    {
+        sample.metric.remove("namespace");
+    }
+    let read = q.reading(Engine::Vllm, &plain).expect("valid");
+    assert_eq!(read.reading.pods[0].target, "a");
+}
+
+#[test]
+fn ttft_buckets_per_pod_are_sorted_scaled_and_checked() {
+    let mut a = answers(
+        &[("a", 0.0), ("b", 0.0), ("c", 0.0)],
+        &[("a", 0.0), ("b", 0.0), ("c", 0.0)],
+        &[],
+        &[],
+    );
+    a.ttft = Some(vec![
+        bucket("a", "+Inf", 10.0),
+        bucket("a", "0.5", 4.0),
+        bucket("a", "0.1", 1.0),
+        // No +Inf bucket: no histogram for b.
+        bucket("b", "0.1", 1.0),
+        // Counts falling with the bound: not a cumulative histogram.
+        bucket("c", "0.1", 5.0),
+        bucket("c", "+Inf", 4.0),
+    ]);
+    let read = queries().reading(Engine::Vllm, &a).expect("valid");
+    let ttft: Vec<Option<Buckets>> = read.reading.pods.iter().map(|p| p.ttft.clone()).collect();
+    assert_eq!(
+        ttft[0],
+        Some(Buckets {
+            bounds: vec![0.1, 0.5, f64::INFINITY],
+            counts: vec![1.0, 4.0, 10.0],
+        })
+    );
+    assert_eq!(ttft[1], None);
+    assert_eq!(ttft[2], None);
+    // Triton's histogram is in milliseconds.
+    let mut t = answers(&[("a", 0.0)], &[("a", 0.0)], &[], &[]);
+    t.ttft = Some(vec![bucket("a", "100", 1.0), bucket("a", "+Inf", 2.0)]);
+    let read = queries().reading(Engine::Triton, &t).expect("valid");
+    let b = read.reading.pods[0].ttft.as_ref().expect("buckets");
+    assert!((b.bounds[0] - 0.1).abs() < 1e-12, "{b:?}");
+}
