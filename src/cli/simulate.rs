@@ -132,7 +132,7 @@ pub struct SimulateArgs {
     /// latency guard on top of the policy), `true` or `false`.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub ttft_guard: bool,
-    /// Extra metadata for the `capacity` trigger, `KEY=VALUE`, repeatable
+    /// Extra metadata for the `default` and `capacity` triggers, `KEY=VALUE`, repeatable
     /// (e.g. `--capacity-set peakHoldSeconds=600`); validated as the server
     /// validates it.
     #[arg(long, value_name = "KEY=VALUE")]
@@ -415,7 +415,7 @@ fn simulate(args: &SimulateArgs) -> Result<(), String> {
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
-        println!("capacity trigger also has: {}", extra.join(", "));
+        println!("default and capacity triggers also have: {}", extra.join(", "));
     }
     println!();
     print!("{}", report::text_table(&summaries));

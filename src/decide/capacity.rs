@@ -5,7 +5,9 @@
 //! ```text
 //! a      = Σ_pods (ΔF_i + ΔW_i + ΔR_i)            arrivals in the poll (F = finished counter)
 //! λ̂     ← λ̂ + (1 − e^(−Δt/τ))·(a/Δt − λ̂)        τ = arrivalSmoothingSeconds
-//! λ_peak = max of λ̂ over peakHoldSeconds
+//! λ_peak = max of λ̂ over the hold: peakHoldSeconds within burstMemory of a
+//!          burst (λ̂ rose by a burst's size within BURST_RISE_SECONDS), else
+//!          at most QUIET_PEAK_HOLD_SECONDS
 //! D      = T·( (1 + headroom)·λ_peak/μ + Σ_pods min(1, W_i/(μ·H)) )      H = drainHorizonSeconds
 //! ```
 //!
@@ -56,6 +58,9 @@ pub struct CapacityEstimate {
     pub smoothed_rate: f64,
     /// `λ_peak`.
     pub peak_rate: f64,
+    /// The hold behind `λ_peak`, seconds: `peakHoldSeconds` within 30 min
+    /// of a burst, else at most 120 s.
+    pub peak_hold_seconds: f64,
     /// `μ` in use; 0 while nothing is known (the rate terms are then 0 and
     /// the backlog floor decides).
     pub drain_rate: f64,
@@ -89,6 +94,22 @@ pub struct CapacityEstimate {
 /// that needs a replica).
 const IDLE_RATE_FRACTION: f64 = 1e-3;
 
+/// A burst is a rise of `λ̂` within this many seconds (about one cold start):
+/// faster than new pods can be ready, so the next one is met only by pods
+/// kept from the last.
+pub const BURST_RISE_SECONDS: f64 = 120.0;
+/// A rise is a burst when it is at least this many pods' drain rate ...
+const BURST_MIN_PODS: f64 = 2.0;
+/// ... and at least this fraction of the rate it rose from.
+const BURST_MIN_FRACTION: f64 = 0.5;
+/// After the last burst, the full `peakHoldSeconds` is kept this long: a
+/// load that burst recently is expected to burst again (docs/decisions/0025).
+pub const BURST_MEMORY_SECONDS: f64 = 1800.0;
+/// The hold on a load with no burst in [`BURST_MEMORY_SECONDS`]: a ramp or a
+/// diurnal curve does not come back within a cold start, and the HPA's own
+/// scale-down window (300 s by default) already damps its noise.
+pub const QUIET_PEAK_HOLD_SECONDS: f64 = 120.0;
+
 /// Per-trigger state across readings.
 #[derive(Debug, Clone, Default)]
 pub struct CapacityState {
@@ -106,6 +127,10 @@ pub struct CapacityState {
     first_at: Option<f64>,
     /// A rate has been measured (two readings with every counter).
     rate_measured: bool,
+    /// (time, λ̂) over the last [`BURST_RISE_SECONDS`], to see a burst.
+    recent: VecDeque<(f64, f64)>,
+    /// When `λ̂` last rose like a burst.
+    last_burst_at: Option<f64>,
 }
 
 /// Finishes a pod running `R` requests for `Δt` must show, at the learned
@@ -249,11 +274,12 @@ impl CapacityState {
             self.peaks.pop_back();
         }
         self.peaks.push_back((t, smoothed));
-        while self
-            .peaks
-            .front()
-            .is_some_and(|(at, _)| *at < t - params.peak_hold_seconds)
-        {
+        // Before a rate is measured λ̂ reads 0: the first rate is no burst.
+        if self.smoothed.is_some() {
+            self.note_burst(params, t, smoothed, running_per_replica);
+        }
+        let hold = self.peak_hold(params, t);
+        while self.peaks.front().is_some_and(|(at, _)| *at < t - hold) {
             self.peaks.pop_front();
         }
         self.estimate(params, t, pods, running_per_replica)
@@ -270,6 +296,49 @@ impl CapacityState {
         };
         let left = params.arrival_smoothing_seconds - (t - first);
         (left > 0.0 || !self.rate_measured).then_some(left.max(0.0))
+    }
+
+    /// Records `λ̂` and whether it just rose like a burst: by at least
+    /// [`BURST_MIN_PODS`] pods' `μ` and [`BURST_MIN_FRACTION`] of the lowest
+    /// `λ̂` of the last [`BURST_RISE_SECONDS`]. Without a `μ` nothing is a
+    /// burst (the backlog floor decides then anyway).
+    fn note_burst(
+        &mut self,
+        params: &CapacityParams,
+        t: f64,
+        smoothed: f64,
+        running_per_replica: Option<f64>,
+    ) {
+        while self
+            .recent
+            .front()
+            .is_some_and(|(at, _)| *at < t - BURST_RISE_SECONDS)
+        {
+            self.recent.pop_front();
+        }
+        self.recent.push_back((t, smoothed));
+        let Some(mu) = self.drain(params, running_per_replica).mu else {
+            return;
+        };
+        let low = self
+            .recent
+            .iter()
+            .map(|(_, v)| *v)
+            .fold(f64::INFINITY, f64::min);
+        let rise = smoothed - low;
+        if rise >= BURST_MIN_PODS * mu && rise >= BURST_MIN_FRACTION * low {
+            self.last_burst_at = Some(t);
+        }
+    }
+
+    /// The peak hold in force at `t`: `peakHoldSeconds` within
+    /// [`BURST_MEMORY_SECONDS`] of a burst, else at most
+    /// [`QUIET_PEAK_HOLD_SECONDS`].
+    fn peak_hold(&self, params: &CapacityParams, t: f64) -> f64 {
+        match self.last_burst_at {
+            Some(at) if t - at <= BURST_MEMORY_SECONDS => params.peak_hold_seconds,
+            _ => params.peak_hold_seconds.min(QUIET_PEAK_HOLD_SECONDS),
+        }
     }
 
     fn drain(&self, params: &CapacityParams, running_per_replica: Option<f64>) -> Drain {
@@ -350,6 +419,7 @@ impl CapacityState {
             arrival_rate: self.last_arrival_rate,
             smoothed_rate: smoothed,
             peak_rate: peak,
+            peak_hold_seconds: self.peak_hold(params, t),
             drain_rate: drain.mu.unwrap_or(0.0),
             drain_rate_learned: matches!(
                 drain.source,

@@ -88,8 +88,8 @@ pub struct PolicySettings {
     pub drain_rate_per_replica: f64,
     /// Set `ttftSloSeconds` on this scaler's triggers (the latency guard).
     pub scaler_ttft_guard: bool,
-    /// Extra metadata of the `capacity` trigger (`--capacity-set`), applied
-    /// last: overrides the keys above.
+    /// Extra metadata of the `default` and `capacity` triggers
+    /// (`--capacity-set`), applied last: overrides the keys above.
     pub capacity_extra: Vec<(String, String)>,
     /// Window of the seed's TTFT p95 query, seconds.
     pub seed_ttft_window_seconds: f64,
@@ -130,7 +130,10 @@ pub fn scaler_metadata(kind: PolicyKind, settings: &PolicySettings) -> Vec<(Stri
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
         .collect();
-    if kind == PolicyKind::Capacity {
+    // Both are this scaler's capacity triggers: a tuning tried with
+    // `--capacity-set` is judged as a user would deploy it (no μ) and
+    // against the true μ.
+    if matches!(kind, PolicyKind::Capacity | PolicyKind::Default) {
         for (key, value) in &settings.capacity_extra {
             metadata.retain(|(k, _)| k != key);
             metadata.push((key.clone(), value.clone()));

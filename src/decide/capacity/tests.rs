@@ -220,3 +220,72 @@ fn a_fresh_state_warms_up_under_the_backlog_floor() {
     }
     assert_eq!(state.warming(&learn, 20.0), Some(0.0));
 }
+
+/// Drives one pod at `rates[i]` req/s for 5 s each, from `t = 0`.
+fn drive(state: &mut CapacityState, p: &CapacityParams, rates: &[f64]) -> Vec<CapacityEstimate> {
+    let mut finished = 0.0;
+    let mut out = vec![state.observe(p, 0.0, &[pod("a", 0.0, 8.0, 0.0)], None)];
+    for (i, rate) in rates.iter().enumerate() {
+        finished += rate * 5.0;
+        let t = 5.0 * (i + 1) as f64;
+        out.push(state.observe(p, t, &[pod("a", 0.0, 8.0, finished)], None));
+    }
+    out
+}
+
+#[test]
+fn the_hold_is_short_on_a_load_that_never_burst_and_full_after_a_burst() {
+    // μ = 2 req/s: a burst is a rise of λ̂ by ≥ 4 req/s and ≥ 50 % within
+    // 120 s. Rows: the load, then the hold in force and the peak 300 s
+    // after the load fell from 20 to 1 req/s.
+    let p = CapacityParams {
+        peak_hold_seconds: 600.0,
+        arrival_smoothing_seconds: 5.0,
+        ..params()
+    };
+    // A slow ramp 10 → 20 req/s over 1000 s (+1.2 req/s per 120 s, 12 %),
+    // held, then a fall to 1 req/s.
+    let ramp: Vec<f64> = (0..200).map(|i| 10.0 + 10.0 * i as f64 / 200.0).collect();
+    // A jump 1 → 20 req/s, held as long.
+    let jump: Vec<f64> = (0..200).map(|i| if i < 10 { 1.0 } else { 20.0 }).collect();
+    for (name, rise, hold, peak_after_fall) in [
+        ("ramp", ramp, 120.0, (0.9, 1.5)),
+        ("burst", jump, 600.0, (19.0, 21.0)),
+    ] {
+        let mut state = CapacityState::default();
+        let mut rates = vec![10.0; 40];
+        if name == "burst" {
+            rates = vec![1.0; 40];
+        }
+        rates.extend(rise);
+        rates.extend(vec![20.0; 10]);
+        rates.extend(vec![1.0; 60]); // 300 s after the fall
+        let e = *drive(&mut state, &p, &rates).last().expect("estimate");
+        assert_eq!(e.peak_hold_seconds, hold, "{name}: {e:?}");
+        assert!(
+            (peak_after_fall.0..peak_after_fall.1).contains(&e.peak_rate),
+            "{name}: the peak 300 s after the fall: {e:?}"
+        );
+    }
+}
+
+#[test]
+fn a_burst_is_forgotten_after_thirty_minutes_of_quiet_load() {
+    let p = CapacityParams {
+        peak_hold_seconds: 600.0,
+        arrival_smoothing_seconds: 5.0,
+        ..params()
+    };
+    let mut rates = vec![1.0; 20];
+    rates.extend(vec![20.0; 20]); // the burst
+    // The rise stays a burst while its start is within the last 120 s.
+    let steady = ((BURST_MEMORY_SECONDS + BURST_RISE_SECONDS) / 5.0) as usize + 1;
+    rates.extend(vec![20.0; steady]);
+    let mut state = CapacityState::default();
+    let e = drive(&mut state, &p, &rates);
+    let at_burst_end = e[40];
+    assert_eq!(at_burst_end.peak_hold_seconds, 600.0, "{at_burst_end:?}");
+    let last = e.last().expect("estimate");
+    assert_eq!(last.peak_hold_seconds, QUIET_PEAK_HOLD_SECONDS, "{last:?}");
+}
+

@@ -368,6 +368,7 @@ fn capacity_policy_uses_the_estimate_and_guards_still_apply() {
         arrival_rate: 6.0,
         smoothed_rate: 6.0,
         peak_rate: 6.0,
+        peak_hold_seconds: 600.0,
         drain_rate: 2.0,
         drain_rate_learned: false,
         drain_rate_source: crate::decide::capacity::learn::DrainRateSource::Configured,

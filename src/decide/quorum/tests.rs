@@ -352,6 +352,7 @@ fn extrapolation_scales_the_capacity_terms_and_leaves_means_alone() {
             arrival_rate: 2.0,
             smoothed_rate: 2.0,
             peak_rate: 3.0,
+            peak_hold_seconds: 600.0,
             drain_rate: 1.0,
             drain_rate_learned: false,
             drain_rate_source: crate::decide::capacity::learn::DrainRateSource::Configured,

@@ -22,6 +22,7 @@ fn estimate(source: DrainRateSource, mu: f64, floor: bool) -> CapacityEstimate {
         arrival_rate: 3.0,
         smoothed_rate: 2.5,
         peak_rate: 4.0,
+        peak_hold_seconds: 600.0,
         drain_rate: mu,
         drain_rate_learned: !matches!(source, DrainRateSource::Configured | DrainRateSource::Prior),
         drain_rate_source: source,
