@@ -220,7 +220,7 @@ impl PodQueries {
                 None => SourceError::parse(
                     &label,
                     format!(
-                        "no pod in `{}`: Prometheus has no such series (no pods, or none scraped)",
+                        "no pod in `{}`: Prometheus has no such series (no pods, or none scraped; a lost target is not zero work)",
                         self.waiting
                     ),
                 ),
