@@ -185,7 +185,7 @@ pub fn formula(params: &FusionParams, c: &Components, backlog: f64) -> String {
         // decided, it is the formula shown (μ's state is in `capacity`).
         (Policy::Capacity(_), Some(e)) if floor_decided(&e, c) => backlog_formula(params, c),
         (Policy::Capacity(p), Some(e)) => format!(
-            "D = T·((1+headroom)·λ_peak/μ + Σ min(1, W_i/(μ·H))) = {t}·((1+{})·{}/{}{} + {}) = {} (arrivals now {} req/s, smoothed {} req/s)",
+            "D = T·((1+headroom)·λ_peak/μ + Σ min(1, W_i/(μ·H))) = {t}·((1+{})·{}/{}{} + {}) = {} (arrivals now {} req/s, smoothed {} req/s, peak held {} s)",
             p.headroom,
             round3(e.peak_rate),
             round3(e.drain_rate),
@@ -193,7 +193,8 @@ pub fn formula(params: &FusionParams, c: &Components, backlog: f64) -> String {
             round3(e.pod_backlog_term),
             round3(c.demand),
             round3(e.arrival_rate),
-            round3(e.smoothed_rate)
+            round3(e.smoothed_rate),
+            round3(e.peak_hold_seconds)
         ),
         _ => backlog_formula(params, c),
     };

@@ -222,6 +222,7 @@ fn components(t: &Value) -> Vec<(String, String)> {
         row("λ now (arrivals, req/s)", num_of(&capacity["arrivalRate"]));
         row("λ smoothed (req/s)", num_of(&capacity["smoothedRate"]));
         row("λ_peak (req/s)", num_of(&capacity["peakRate"]));
+        row("peak held for (s)", num_of(&capacity["peakHoldSeconds"]));
         row(
             "μ (drain per replica)",
             num_of(&capacity["drainRate"]).map(|mu| {

@@ -237,13 +237,14 @@ fn capacity_shows_lambda_mu_and_each_term() {
         "arrivalSmoothingSeconds": 60.0, "peakHoldSeconds": 300.0, "headroom": 0.2,
         "drainHorizonSeconds": 30.0, "learnDrainRate": true});
     t["components"]["capacity"] = json!({"arrivalRate": 3.5, "smoothedRate": 3.0,
-        "peakRate": 4.0, "drainRate": 2.1, "drainRateLearned": true,
+        "peakRate": 4.0, "peakHoldSeconds": 120.0, "drainRate": 2.1, "drainRateLearned": true,
         "rateTerm": 2.2857142857, "podBacklogTerm": 0.75});
     let text = one(t);
     for row in [
         "λ now (arrivals, req/s)    3.5\n",
         "λ smoothed (req/s)         3\n",
         "λ_peak (req/s)             4\n",
+        "peak held for (s)          120\n",
         "μ (drain per replica)      2.1 (learned)\n",
         "(1+headroom)·λ_peak/μ      2.2857\n",
         "Σ min(1, W_i/(μ·H))        0.75\n",
