@@ -113,10 +113,12 @@ pub const ACTIVATION_BACKLOG: &str = "activationBacklog";
 // --- Policy ------------------------------------------------------------------
 
 /// How demand `D` is computed: `capacity` (from the arrival rate with a
-/// peak hold, `μ` learned from the pods' counters; needs `vllmTargets`) or
-/// `backlog` (`W + T·R/C`). Default: `capacity` for a trigger with
-/// `vllmTargets` (docs/decisions/0022), `backlog` otherwise (PromQL and
-/// broker-only triggers).
+/// peak hold, `μ` learned from the pods' counters, scraped or read per pod
+/// with PromQL) or `backlog` (`W + T·R/C`). Default: `capacity` for a
+/// trigger with `vllmTargets` (docs/decisions/0022) or `prometheusAddress`
+/// without a summed query key (`waitingQuery`, `runningQuery`,
+/// `kvCacheQuery`, `ttftQuery`, `replicasQuery`: docs/decisions/0024);
+/// `backlog` otherwise (those, and broker-only triggers).
 pub const POLICY: &str = "policy";
 /// `μ`: requests per second one replica finishes at a full batch (from a
 /// load test). Optional: without it `μ` is learned from the pods' finished
@@ -126,11 +128,15 @@ pub const POLICY: &str = "policy";
 pub const DRAIN_RATE_PER_REPLICA: &str = "drainRatePerReplica";
 /// Time constant of the arrival-rate EWMA, seconds. Default 15.
 pub const ARRIVAL_SMOOTHING_SECONDS: &str = "arrivalSmoothingSeconds";
-/// How long the peak arrival rate is held, seconds. Default 600: in the
-/// project's simulations it is no worse than `backlog` on SLO and GPU-hours
-/// in every scenario, where 1200 costs 17 % more GPU-hours on spikes
-/// (docs/decisions/0010). Also how long an idle Deployment stays active
-/// after its last request before KEDA's cooldown starts.
+/// How long the peak arrival rate is held after a burst, seconds. Default
+/// 600. A burst is `λ̂` rising by two pods' `μ` and 50 % within 120 s; for
+/// 30 minutes after one the full hold keeps the pods the next burst needs
+/// (they take a cold start to come back). A load with no burst in 30 minutes
+/// (a ramp, a diurnal curve) holds at most 120 s: in the project's
+/// simulations that cuts 6–10 % of replica-hours on `step`, `ramp` and
+/// `diurnal` at the same SLO (docs/decisions/0025). Also how long an idle
+/// Deployment stays active after its last request before KEDA's cooldown
+/// starts (120 s once no burst is remembered).
 pub const PEAK_HOLD_SECONDS: &str = "peakHoldSeconds";
 /// Spare capacity on top of the peak rate, as a fraction. Default 0.2.
 pub const HEADROOM: &str = "headroom";
@@ -201,7 +207,8 @@ pub const MAX_SIGNAL_AGE_SECONDS: &str = "maxSignalAgeSeconds";
 /// that report are counted and their per-pod values extrapolated to the
 /// discovered count, flagged degraded. Below this share the trigger answers
 /// `UNAVAILABLE`. A number in (0, 1]; `1` needs every pod. Only with
-/// `vllmTargets`. Default 0.5.
+/// `vllmTargets` or the per-pod PromQL path (`capacity` with
+/// `prometheusAddress`, the pods its answers name). Default 0.5.
 pub const MIN_REPORTING_FRACTION: &str = "minReportingFraction";
 /// The metric name returned by `GetMetricSpec`. Letters, digits and `-`,
 /// at most 63 characters. Default `backlog`, or `backlog-<modelName>` with
