@@ -16,13 +16,10 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::watch;
 use tokio::task::AbortHandle;
-use tokio_stream::StreamExt;
-use tokio_stream::StreamMap;
-use tokio_stream::wrappers::WatchStream;
 
 pub use crate::decide::freshness::{Evaluation, SignalReport, Status, Unavailable};
-use crate::decide::freshness::{TriggerMemory, evaluate};
 use crate::decide::fusion::Decision;
+#[cfg(test)]
 use crate::decide::quorum::PodState;
 use crate::guard::config::DEFAULT_MAX_TRIGGERS;
 use crate::guard::credentials::{ProfileError, Section};
@@ -31,6 +28,9 @@ use crate::runtime::poller::{Poller, PollerKey, PollerRegistry};
 use crate::runtime::telemetry::{Telemetry, TriggerLabels};
 use crate::source::SourceSpec;
 use crate::trigger::{MetadataErrors, TriggerSpec};
+#[cfg(test)]
+use task::degraded_reason;
+use task::{LoopStats, trigger_loop};
 
 /// Server-wide settings of the cache.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -126,6 +126,7 @@ pub struct TriggerEntry {
     task: AbortHandle,
     labels: TriggerLabels,
     telemetry: Arc<Telemetry>,
+    stats: Arc<LoopStats>,
 }
 
 impl TriggerEntry {
@@ -137,6 +138,18 @@ impl TriggerEntry {
     /// A receiver of evaluations, for streams.
     pub fn subscribe(&self) -> watch::Receiver<Arc<Evaluation>> {
         self.evaluation.clone()
+    }
+
+    /// Evaluations its task has run: one at registration, then one per
+    /// poll publish and per expiry (what a trigger costs, for tests).
+    pub fn evaluations(&self) -> u64 {
+        self.stats.evaluations.load(Ordering::Relaxed)
+    }
+
+    /// Evaluations that wrote the self-metrics: only those whose decision
+    /// (or availability, or failing pods) differed from the last written.
+    pub fn recordings(&self) -> u64 {
+        self.stats.recordings.load(Ordering::Relaxed)
     }
 
     fn touch(&self) {
@@ -337,12 +350,14 @@ impl DecisionCache {
             metric: spec.metric_name.clone(),
         };
         let (tx, rx) = watch::channel(Arc::new(Evaluation::pending(SystemTime::now())));
+        let stats = Arc::new(LoopStats::default());
         let task = tokio::spawn(trigger_loop(
             spec.clone(),
             pollers,
             tx,
             labels.clone(),
             self.telemetry.clone(),
+            stats.clone(),
         ));
         let entry = TriggerEntry {
             namespace: key.namespace.clone(),
@@ -354,6 +369,7 @@ impl DecisionCache {
             task: task.abort_handle(),
             labels,
             telemetry: self.telemetry.clone(),
+            stats,
         };
         entry.touch();
         entry
@@ -436,129 +452,13 @@ impl DecisionCache {
     }
 }
 
-async fn trigger_loop(
-    spec: Arc<TriggerSpec>,
-    pollers: Vec<Arc<Poller>>,
-    tx: watch::Sender<Arc<Evaluation>>,
-    labels: TriggerLabels,
-    telemetry: Arc<Telemetry>,
-) {
-    let mut updates = StreamMap::new();
-    for (i, poller) in pollers.iter().enumerate() {
-        updates.insert(i, WatchStream::new(poller.subscribe()));
-    }
-    let mut previous = Evaluation::pending(SystemTime::now());
-    let mut memory = TriggerMemory::default();
-    loop {
-        let now = Instant::now();
-        let signals = pollers
-            .iter()
-            .map(|p| SignalReport {
-                source: p.key().source.clone(),
-                label: p.label().to_owned(),
-                state: p.subscribe().borrow().clone(),
-            })
-            .collect();
-        let evaluation = evaluate(&spec, signals, &mut memory, now, SystemTime::now());
-        log_transition(&labels, &previous, &evaluation);
-        match &evaluation.status {
-            Status::Ready { decision, .. } => {
-                telemetry.record_decision(&labels, decision, evaluation.degraded);
-                if spec.mode == crate::trigger::Mode::Shadow {
-                    telemetry.record_shadow(&labels, decision);
-                }
-            }
-            Status::Unavailable(_) => telemetry.record_unavailable(&labels),
-            Status::Pending => {}
-        }
-        let pods = match (&evaluation.status, &evaluation.fleet) {
-            (Status::Ready { .. }, Some(fleet)) => fleet.counts(),
-            _ => Vec::new(),
-        };
-        telemetry.record_degraded_pods(&labels, &pods);
-        let wake_at = match &evaluation.status {
-            // Re-evaluate just after the held reading expires.
-            // …and just after a held pod expires (it is then left out).
-            Status::Ready { valid_until, .. } => {
-                let pod_expiry = evaluation.fleet.as_ref().and_then(|f| f.recheck_at);
-                let first = pod_expiry.map_or(*valid_until, |p| p.min(*valid_until));
-                (first + Duration::from_millis(1)).min(now + spec.poll_interval)
-            }
-            _ => now + spec.poll_interval,
-        };
-        previous = evaluation.clone();
-        tx.send_replace(Arc::new(evaluation));
-        tokio::select! {
-            update = updates.next() => {
-                if update.is_none() {
-                    return;
-                }
-            }
-            _ = tokio::time::sleep_until(wake_at.into()) => {}
-        }
-    }
-}
-
-fn log_transition(labels: &TriggerLabels, before: &Evaluation, after: &Evaluation) {
-    let (from, to) = (before.kind(), after.kind());
-    if from != to {
-        let reason = match &after.status {
-            Status::Unavailable(reason) => reason.to_string(),
-            _ if after.degraded => degraded_reason(after),
-            _ => String::new(),
-        };
-        let reason = reason.as_str();
-        if to == "unavailable" || to == "degraded" {
-            tracing::warn!(namespace = %labels.namespace, name = %labels.name, metric = %labels.metric, from, to, reason, "trigger state changed");
-        } else {
-            tracing::info!(namespace = %labels.namespace, name = %labels.name, metric = %labels.metric, from, to, "trigger state changed");
-        }
-    }
-    let active = |e: &Evaluation| match &e.status {
-        Status::Ready { decision, .. } => Some(decision.active),
-        _ => None,
-    };
-    if let (Some(was), Some(is)) = (active(before), active(after))
-        && was != is
-        && let Status::Ready { decision, .. } = &after.status
-    {
-        tracing::info!(namespace = %labels.namespace, name = %labels.name, metric = %labels.metric, active = is, backlog = decision.backlog, "activity changed");
-    }
-}
-
-/// Why a ready evaluation is degraded: the failing sources whose last good
-/// reading is held (with their last error) and the `dns+` names that
-/// answered no address while others did.
-fn degraded_reason(evaluation: &Evaluation) -> String {
-    let pods = evaluation.fleet.iter().flat_map(|fleet| {
-        fleet.pods.iter().map(|pod| match pod.state {
-            PodState::Held => format!("{}: holding the pod's last reading", pod.error),
-            PodState::LeftOut => format!(
-                "{}: pod left out ({} of {} pods report)",
-                pod.error, fleet.reporting, fleet.discovered
-            ),
-        })
-    });
-    let held = evaluation
-        .signals
-        .iter()
-        .filter(|report| report.state.failing())
-        .map(|report| match &report.state.last_failure {
-            Some(failure) => format!(
-                "{}: holding its last reading ({})",
-                report.label, failure.value
-            ),
-            None => format!("{}: holding its last reading", report.label),
-        });
-    let empty = evaluation
-        .empty_names
-        .iter()
-        .map(|name| format!("{name}: no addresses while the other targets answer"));
-    held.chain(pods).chain(empty).collect::<Vec<_>>().join("; ")
-}
+mod task;
 
 #[cfg(test)]
 mod capacity_tests;
+
+#[cfg(test)]
+mod cost_tests;
 
 #[cfg(test)]
 mod tests;
