@@ -476,6 +476,8 @@ async fn prometheus_credentials_come_from_the_scaler_profile() {
         ("prometheusAddress", url.as_str()),
         ("targetBacklogPerReplica", "10"),
         ("authProfile", "prom"),
+        // Its stand-in Prometheus answers one summed series (no `pod`).
+        ("policy", "backlog"),
     ];
     let value = client
         .get_metrics(metrics_request(&object("authed", &md), ""))
@@ -544,6 +546,7 @@ async fn a_rotated_prometheus_token_file_is_sent_from_the_next_query() {
         ("targetBacklogPerReplica", "10"),
         ("authProfile", "prom"),
         ("pollIntervalSeconds", "1"),
+        ("policy", "backlog"),
     ];
     let object = object("rotated", &md);
     let value = client
