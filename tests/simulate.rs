@@ -648,3 +648,42 @@ fn simulate_command_writes_the_table_csv_and_svg() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("--svg-scenario"));
 }
+
+/// Issue 13's drift target, in simulated time: the learned μ of the default
+/// trigger (no `drainRatePerReplica`) is within 10 % of the pod model's μ
+/// before the outputs double and again within 10 minutes after.
+#[test]
+fn the_learned_mu_follows_outputs_doubling_within_ten_minutes() {
+    let config = SimConfig::default();
+    let scenario = Scenario::builtin(Builtin::Drift, Some(2400.0));
+    let half = scenario.duration_seconds / 2.0;
+    let before = config.saturated_throughput(&scenario);
+    let after = config
+        .pod
+        .saturated_throughput(scenario.mix_at(scenario.duration_seconds).means());
+    assert!(after < 0.8 * before, "the mix changes μ: {before} → {after}");
+    let (_, trace) = run_one(&config, &scenario, PolicyKind::Default, 0, true).expect("run");
+    let trace = trace.expect("recorded");
+    let mu_at = |t: f64| {
+        trace
+            .series
+            .iter()
+            .rfind(|p| p.t <= t)
+            .and_then(|p| p.drain_rate)
+            .expect("the default trigger reports μ")
+    };
+    let just_before = mu_at(half - 5.0);
+    assert!(
+        (just_before / before - 1.0).abs() <= 0.10,
+        "before: learned {just_before:.3}, model {before:.3}"
+    );
+    // Every point from 10 minutes after the change to the end.
+    for p in trace.series.iter().filter(|p| p.t >= half + 600.0) {
+        let mu = p.drain_rate.expect("μ");
+        assert!(
+            (mu / after - 1.0).abs() <= 0.10,
+            "t = {}: learned {mu:.3}, model {after:.3}",
+            p.t
+        );
+    }
+}

@@ -268,17 +268,18 @@ pub fn summary_csv(summaries: &[Summary]) -> String {
 }
 
 /// The time series of recorded runs: one row per policy and 5 s, with the
-/// containing minute's arrivals, needed replicas and TTFT p95.
+/// containing minute's arrivals, needed replicas and TTFT p95, and the `μ`
+/// this scaler's capacity trigger used (empty for other policies).
 pub fn series_csv(traces: &[(PolicyKind, Trace)]) -> String {
     let mut out = String::from(
-        "policy,t_seconds,replicas,ready,waiting,running,minute_arrivals,needed_replicas,minute_ttft_p95_s\n",
+        "policy,t_seconds,replicas,ready,waiting,running,minute_arrivals,needed_replicas,minute_ttft_p95_s,drain_rate\n",
     );
     for (policy, trace) in traces {
         for p in &trace.series {
             let minute = trace.minutes.get(((p.t - 1.0).max(0.0) / 60.0) as usize);
             let _ = writeln!(
                 out,
-                "{},{},{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{}",
                 policy.name(),
                 p.t,
                 p.replicas,
@@ -290,6 +291,7 @@ pub fn series_csv(traces: &[(PolicyKind, Trace)]) -> String {
                 minute
                     .and_then(|m| m.ttft_p95)
                     .map_or_else(String::new, |v| format!("{v:.3}")),
+                p.drain_rate.map_or_else(String::new, |v| format!("{v:.3}")),
             );
         }
     }

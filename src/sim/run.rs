@@ -154,6 +154,9 @@ pub struct SeriesPoint {
     pub waiting: usize,
     /// Requests running.
     pub running: usize,
+    /// `μ` this scaler's `capacity` trigger used at its newest poll (learned
+    /// or configured), requests/s per replica; `None` for other policies.
+    pub drain_rate: Option<f64>,
 }
 
 /// Per-minute figures of a run.
@@ -294,6 +297,13 @@ pub fn run_one(
                 ready: fleet.ready(),
                 waiting: fleet.waiting(),
                 running: fleet.running(),
+                drain_rate: match &controller {
+                    Controller::Scaler(hook) => hook
+                        .last()
+                        .and_then(|d| d.components.capacity)
+                        .map(|e| e.drain_rate),
+                    _ => None,
+                },
             });
         }
     }
@@ -418,6 +428,7 @@ fn oracle_run(
                     ready: *n,
                     waiting: 0,
                     running: 0,
+                    drain_rate: None,
                 })
             })
             .filter(|p| p.t <= steps as f64)

@@ -347,6 +347,7 @@ mod tests {
                     ready: 2,
                     waiting: i as usize,
                     running: 10,
+                    drain_rate: None,
                 })
                 .collect(),
             minutes: vec![
