@@ -16,7 +16,6 @@ use tokio_stream::StreamMap;
 use tokio_stream::wrappers::WatchStream;
 
 use crate::decide::freshness::{Evaluation, SignalReport, Status, TriggerMemory, evaluate};
-use crate::decide::fusion::Decision;
 use crate::decide::quorum::PodState;
 use crate::runtime::poller::Poller;
 use crate::runtime::telemetry::{Telemetry, TriggerLabels};
@@ -29,21 +28,6 @@ pub(super) struct LoopStats {
     pub(super) evaluations: AtomicU64,
     /// Evaluations that wrote the self-metrics.
     pub(super) recordings: AtomicU64,
-}
-
-/// What a trigger last wrote to its self-metrics. An evaluation that
-/// would write the same skips the ~25 labelled series lookups (each a
-/// hash of three label strings into a family holding every trigger's
-/// series): nothing else writes a trigger's series, so the registry is
-/// left exactly as it was.
-// One per trigger, replaced only when it changes: boxing the large variant
-// would add an allocation per change to save a few hundred bytes.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone, PartialEq)]
-enum Recorded {
-    Pending,
-    Ready { decision: Decision, degraded: bool },
-    Unavailable,
 }
 
 /// Failing pods per (state, reason), as the self-metric counts them.
@@ -67,7 +51,7 @@ pub(super) async fn trigger_loop(
         updates.insert(i, WatchStream::from_changes(poller.subscribe()));
     }
     let mut previous = Arc::new(Evaluation::pending(SystemTime::now()));
-    let mut recorded: Option<(Recorded, PodCounts)> = None;
+    let mut first = true;
     let mut memory = TriggerMemory::default();
     loop {
         let now = Instant::now();
@@ -82,9 +66,13 @@ pub(super) async fn trigger_loop(
         let evaluation = evaluate(&spec, signals, &mut memory, now, SystemTime::now());
         stats.evaluations.fetch_add(1, Ordering::Relaxed);
         log_transition(&labels, &previous, &evaluation);
-        if record(&telemetry, &labels, spec.mode, &evaluation, &mut recorded) {
+        // Every evaluation is written or says what the one before it said,
+        // so `previous` is what the self-metrics show: no copy is kept.
+        if first || !same_metrics(&previous, &evaluation) {
+            record(&telemetry, &labels, spec.mode, &evaluation);
             stats.recordings.fetch_add(1, Ordering::Relaxed);
         }
+        first = false;
         let wake_at = match &evaluation.status {
             // Only expiries need a wake-up of their own: every poll
             // publishes (a reading or a failure), and each publish wakes
@@ -92,8 +80,8 @@ pub(super) async fn trigger_loop(
             // and, whenever it won, evaluated twice per poll.
             Status::Ready { valid_until, .. } => {
                 let pod_expiry = evaluation.fleet.as_ref().and_then(|f| f.recheck_at);
-                let first = pod_expiry.map_or(*valid_until, |p| p.min(*valid_until));
-                first + Duration::from_millis(1)
+                let expiry = pod_expiry.map_or(*valid_until, |p| p.min(*valid_until));
+                expiry + Duration::from_millis(1)
             }
             _ => now + spec.poll_interval,
         };
@@ -110,46 +98,47 @@ pub(super) async fn trigger_loop(
     }
 }
 
-/// Write the trigger's self-metrics for `evaluation` unless they already
-/// say what it says; true when written.
-fn record(
-    telemetry: &Telemetry,
-    labels: &TriggerLabels,
-    mode: Mode,
-    evaluation: &Evaluation,
-    last: &mut Option<(Recorded, PodCounts)>,
-) -> bool {
-    let state = match &evaluation.status {
-        Status::Ready { decision, .. } => Recorded::Ready {
-            decision: *decision,
-            degraded: evaluation.degraded,
-        },
-        Status::Unavailable(_) => Recorded::Unavailable,
-        Status::Pending => Recorded::Pending,
-    };
-    let pods = match (&evaluation.status, &evaluation.fleet) {
+/// Failing pods per (state, reason) of a ready evaluation: the
+/// `trigger_degraded_pods` series it shows.
+fn pod_counts(evaluation: &Evaluation) -> PodCounts {
+    match (&evaluation.status, &evaluation.fleet) {
         (Status::Ready { .. }, Some(fleet)) => fleet.counts(),
         _ => Vec::new(),
-    };
-    if last
-        .as_ref()
-        .is_some_and(|(state_was, pods_were)| *state_was == state && *pods_were == pods)
-    {
-        return false;
     }
-    match &state {
-        Recorded::Ready { decision, degraded } => {
-            telemetry.record_decision(labels, decision, *degraded);
+}
+
+/// True when `a` and `b` write the same self-metrics: the same decision
+/// and degraded flag, or both unavailable, or both pending; and the same
+/// failing pods. Writing `b` after `a` would then leave the registry as it
+/// is, and skipping it saves the ~25 labelled series lookups of a write
+/// (each hashes three label strings into a family holding every trigger's
+/// series). Only the trigger's own task writes its series.
+fn same_metrics(a: &Evaluation, b: &Evaluation) -> bool {
+    let status = match (&a.status, &b.status) {
+        (Status::Ready { decision: x, .. }, Status::Ready { decision: y, .. }) => {
+            x == y && a.degraded == b.degraded
+        }
+        (Status::Unavailable(_), Status::Unavailable(_)) | (Status::Pending, Status::Pending) => {
+            true
+        }
+        _ => false,
+    };
+    status && pod_counts(a) == pod_counts(b)
+}
+
+/// Write the trigger's self-metrics for `evaluation`.
+fn record(telemetry: &Telemetry, labels: &TriggerLabels, mode: Mode, evaluation: &Evaluation) {
+    match &evaluation.status {
+        Status::Ready { decision, .. } => {
+            telemetry.record_decision(labels, decision, evaluation.degraded);
             if mode == Mode::Shadow {
                 telemetry.record_shadow(labels, decision);
             }
         }
-        Recorded::Unavailable => telemetry.record_unavailable(labels),
-        Recorded::Pending => {}
+        Status::Unavailable(_) => telemetry.record_unavailable(labels),
+        Status::Pending => {}
     }
-    telemetry.record_degraded_pods(labels, &pods);
-    *last = Some((state, pods));
-    true
+    telemetry.record_degraded_pods(labels, &pod_counts(evaluation));
 }
 
 fn log_transition(labels: &TriggerLabels, before: &Evaluation, after: &Evaluation) {
