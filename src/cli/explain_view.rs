@@ -78,6 +78,12 @@ fn render_trigger(t: &Value) -> String {
         Value::String(mode) => line(&mut out, format!("  mode:       {mode}")),
         other => line(&mut out, format!("  mode:       {other}")),
     }
+    // A fresh trigger answers at least the backlog formula until its rate
+    // estimate stands on its own (docs/decisions/0021): say so, and for how long.
+    if let Some(reason) = text_of(&t["warming"]["reason"]) {
+        let left = secs_of(&t["warming"]["secondsLeft"]).unwrap_or_else(|| "?".to_owned());
+        line(&mut out, format!("  warming:    {left} s left: {reason}"));
+    }
     if let Some(formula) = text_of(&t["formula"]) {
         line(&mut out, format!("  formula:    {formula}"));
     }
@@ -361,6 +367,12 @@ fn render_source(out: &mut String, s: &Value) {
     out.push_str(&format!("    {label}\n      {age}{failures}\n"));
     if let Some(error) = text_of(&s["lastError"]) {
         out.push_str(&format!("      last error: {error}\n"));
+    }
+    if let Some(reason) = text_of(&s["backoff"]["reason"]) {
+        let next = secs_of(&s["backoff"]["nextAttemptInSeconds"]).unwrap_or_else(|| "?".to_owned());
+        out.push_str(&format!(
+            "      backing off: next poll in {next} s; {reason}\n"
+        ));
     }
     let reading = &s["reading"];
     match text_of(&reading["kind"]) {

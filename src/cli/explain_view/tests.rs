@@ -359,3 +359,27 @@ fn failing_pods_are_listed_held_or_left_out_with_reason_and_age() {
     // Without failing pods there is no `pods` field and no block.
     assert!(!one(ok_trigger()).contains("  pods:"));
 }
+
+#[test]
+fn a_warming_trigger_and_a_backing_off_source_say_why_and_for_how_long() {
+    let mut t = ok_trigger();
+    t["warming"] = json!({"state": "warming", "secondsLeft": 11.04,
+        "reason": "the arrival rate is not yet measured; B is at least the backlog formula"});
+    t["sources"] = json!([{"source": "vllm http://10.0.0.7:8000/metrics", "consecutiveFailures": 4,
+        "lastError": "HTTP 404 Not Found",
+        "backoff": {"state": "backing off", "nextAttemptInSeconds": 37.25, "delaySeconds": 40.0,
+            "reason": "HTTP 404 does not go away by itself"}}]);
+    let text = one(t);
+    for row in [
+        "  warming:    11 s left: the arrival rate is not yet measured; B is at least the backlog formula\n",
+        "      backing off: next poll in 37.3 s; HTTP 404 does not go away by itself\n",
+    ] {
+        assert!(text.contains(row), "{row:?} in\n{text}");
+    }
+    // Neither line without its field.
+    let plain = one(ok_trigger());
+    assert!(
+        !plain.contains("warming:") && !plain.contains("backing off"),
+        "{plain}"
+    );
+}
