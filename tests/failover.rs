@@ -9,9 +9,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use backlog_scaler::fake::{FakeVllmPod, FinishReason};
@@ -19,82 +17,6 @@ use backlog_scaler::proto::ScaledObjectRef;
 use backlog_scaler::proto::external_scaler_client::ExternalScalerClient;
 use common::*;
 use tonic::transport::Channel;
-
-const BIN: &str = env!("CARGO_BIN_EXE_backlog-scaler");
-
-/// `serve` on free loopback ports; killed on drop.
-struct Serve {
-    child: Child,
-    grpc: String,
-    http: String,
-    log: Arc<Mutex<String>>,
-}
-
-impl Serve {
-    fn start() -> Serve {
-        let child = Command::new(BIN)
-            .args(["--log-format", "json", "--log-level", "info", "serve"])
-            .args(["--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the binary starts");
-        let mut serve = Serve {
-            child,
-            grpc: String::new(),
-            http: String::new(),
-            log: Arc::default(),
-        };
-        for stream in [
-            Box::new(serve.child.stdout.take().expect("stdout")) as Box<dyn std::io::Read + Send>,
-            Box::new(serve.child.stderr.take().expect("stderr")),
-        ] {
-            let log = serve.log.clone();
-            std::thread::spawn(move || {
-                for line in BufReader::new(stream).lines().map_while(Result::ok) {
-                    let mut log = log.lock().expect("log");
-                    log.push_str(&line);
-                    log.push('\n');
-                }
-            });
-        }
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let text = serve.log.lock().expect("log").clone();
-            if let Some(line) = text.lines().find(|l| l.contains("backlog-scaler serving")) {
-                let json: serde_json::Value = serde_json::from_str(line).expect("a JSON log line");
-                serve.grpc = json["grpc_addr"].as_str().expect("grpc_addr").to_owned();
-                serve.http = json["http_addr"].as_str().expect("http_addr").to_owned();
-                return serve;
-            }
-            assert!(Instant::now() < deadline, "did not start:\n{text}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    async fn client(&self) -> ExternalScalerClient<Channel> {
-        let channel = Channel::from_shared(format!("http://{}", self.grpc))
-            .expect("uri")
-            .connect()
-            .await
-            .expect("connects");
-        ExternalScalerClient::new(channel)
-    }
-
-    async fn explain(&self, name: &str) -> serde_json::Value {
-        let (_, body) = http_get(&format!("http://{}/explain?name={name}", self.http)).await;
-        let json: serde_json::Value = serde_json::from_str(&body).expect("JSON");
-        json["triggers"][0].clone()
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// Each pod's finished counter grows at `per_pod` requests per second,
 /// continuously (every 50 ms), as a steady fleet's would.

@@ -8,109 +8,13 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use backlog_scaler::proto::external_scaler_client::ExternalScalerClient;
 use common::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
-use tonic::transport::Channel;
-
-const BIN: &str = env!("CARGO_BIN_EXE_backlog-scaler");
-
-/// `serve` on free loopback ports, its JSON log collected; killed on drop.
-struct Serve {
-    child: Child,
-    grpc: String,
-    http: String,
-    log: Arc<Mutex<String>>,
-}
-
-impl Serve {
-    fn start() -> Serve {
-        Serve::start_with("info")
-    }
-
-    fn start_with(level: &str) -> Serve {
-        let child = Command::new(BIN)
-            .args(["--log-format", "json", "--log-level", level, "serve"])
-            .args(["--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the binary starts");
-        let mut serve = Serve {
-            child,
-            grpc: String::new(),
-            http: String::new(),
-            log: Arc::default(),
-        };
-        for stream in [
-            Box::new(serve.child.stdout.take().expect("stdout")) as Box<dyn std::io::Read + Send>,
-            Box::new(serve.child.stderr.take().expect("stderr")),
-        ] {
-            let log = serve.log.clone();
-            std::thread::spawn(move || {
-                for line in BufReader::new(stream).lines().map_while(Result::ok) {
-                    let mut log = log.lock().expect("log");
-                    log.push_str(&line);
-                    log.push('\n');
-                }
-            });
-        }
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let text = serve.log();
-            if let Some(line) = text.lines().find(|l| l.contains("backlog-scaler serving")) {
-                let json: serde_json::Value = serde_json::from_str(line).expect("a JSON log line");
-                serve.grpc = json["grpc_addr"].as_str().expect("grpc_addr").to_owned();
-                serve.http = json["http_addr"].as_str().expect("http_addr").to_owned();
-                return serve;
-            }
-            assert!(Instant::now() < deadline, "did not start:\n{text}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn log(&self) -> String {
-        self.log.lock().expect("log").clone()
-    }
-
-    /// Log lines containing every one of `needles`.
-    fn lines_with(&self, needles: &[&str]) -> usize {
-        self.log()
-            .lines()
-            .filter(|l| needles.iter().all(|n| l.contains(n)))
-            .count()
-    }
-
-    async fn client(&self) -> ExternalScalerClient<Channel> {
-        let channel = Channel::from_shared(format!("http://{}", self.grpc))
-            .expect("uri")
-            .connect()
-            .await
-            .expect("connects");
-        ExternalScalerClient::new(channel)
-    }
-
-    async fn explain(&self, name: &str) -> serde_json::Value {
-        let (_, body) = http_get(&format!("http://{}/explain?name={name}", self.http)).await;
-        let json: serde_json::Value = serde_json::from_str(&body).expect("JSON");
-        json["triggers"][0].clone()
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// A scrape target answering its n-th request (from 0) with `status(n)`
 /// and `body`; returns its URL and the request count.
@@ -382,7 +286,7 @@ async fn a_refusing_rabbitmq_polled_many_times_logs_a_few_lines() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lapin_asked_for_logs_each_distinct_error_once_a_minute() {
-    let serve = Serve::start_with("info,lapin=warn");
+    let serve = Serve::start_with("info,lapin=warn", &[]);
     let connections = poll_refusing_broker(&serve).await;
     assert!(connections >= 10, "{connections} connections");
     let log = serve.log();

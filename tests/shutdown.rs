@@ -5,115 +5,20 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use backlog_scaler::proto::external_scaler_client::ExternalScalerClient;
 use common::*;
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpListener;
 use tonic::Code;
-use tonic::transport::Channel;
 
-const BIN: &str = env!("CARGO_BIN_EXE_backlog-scaler");
-
-/// `serve` on free loopback ports, its log collected.
-struct Serve {
-    child: Child,
-    grpc: String,
-    http: String,
-    log: Arc<Mutex<String>>,
-}
-
-impl Serve {
-    fn start() -> Serve {
-        let child = Command::new(BIN)
-            .args(["--log-format", "json", "--log-level", "info", "serve"])
-            .args(["--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the binary starts");
-        let mut serve = Serve {
-            child,
-            grpc: String::new(),
-            http: String::new(),
-            log: Arc::default(),
-        };
-        let streams = [
-            serve
-                .child
-                .stdout
-                .take()
-                .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
-            serve
-                .child
-                .stderr
-                .take()
-                .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
-        ];
-        for stream in streams.into_iter().flatten() {
-            let log = serve.log.clone();
-            std::thread::spawn(move || {
-                for line in BufReader::new(stream).lines().map_while(Result::ok) {
-                    let mut log = log.lock().expect("log");
-                    log.push_str(&line);
-                    log.push('\n');
-                }
-            });
-        }
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let text = serve.log();
-            if let Some(line) = text.lines().find(|l| l.contains("backlog-scaler serving")) {
-                let json: serde_json::Value = serde_json::from_str(line).expect("a JSON log line");
-                serve.grpc = json["grpc_addr"].as_str().expect("grpc_addr").to_owned();
-                serve.http = json["http_addr"].as_str().expect("http_addr").to_owned();
-                return serve;
-            }
-            assert!(Instant::now() < deadline, "did not start:\n{text}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn log(&self) -> String {
-        self.log.lock().expect("log").clone()
-    }
-
-    fn terminate(&self) {
-        let status = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .expect("kill runs");
-        assert!(status.success(), "kill -TERM failed");
-    }
-
-    async fn client(&self) -> ExternalScalerClient<Channel> {
-        let channel = Channel::from_shared(format!("http://{}", self.grpc))
-            .expect("uri")
-            .connect()
-            .await
-            .expect("connects");
-        ExternalScalerClient::new(channel)
-    }
-
-    async fn readyz(&self) -> u16 {
-        match reqwest::get(format!("http://{}/readyz", self.http)).await {
-            Ok(response) => response.status().as_u16(),
-            Err(_) => 0,
-        }
+/// `/readyz`'s status, 0 when it does not answer.
+async fn readyz(serve: &Serve) -> u16 {
+    match reqwest::get(format!("http://{}/readyz", serve.http)).await {
+        Ok(response) => response.status().as_u16(),
+        Err(_) => 0,
     }
 }
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// A listener that accepts and never answers: a trigger on it is in its
 /// cold start for the whole budget.
 async fn silent_pod() -> String {
@@ -136,7 +41,7 @@ async fn sigterm_turns_readiness_off_then_ends_the_stream_ok_and_exits_zero() {
     let targets = targets(&pods);
     let serve = Serve::start();
     let mut client = serve.client().await;
-    assert_eq!(serve.readyz().await, 200);
+    assert_eq!(readyz(&serve).await, 200);
     let busy = object(
         "busy",
         &[
@@ -193,7 +98,7 @@ async fn sigterm_turns_readiness_off_then_ends_the_stream_ok_and_exits_zero() {
 
     // Readiness goes false first, while the stream is still open.
     let not_ready = eventually(Duration::from_secs(3), || async {
-        (serve.readyz().await == 503).then(Instant::now)
+        (readyz(&serve).await == 503).then(Instant::now)
     })
     .await
     .expect("/readyz answers 503 after SIGTERM");

@@ -3,6 +3,10 @@
 #![allow(dead_code)]
 
 pub mod prometheus;
+pub mod serve;
+
+#[allow(unused_imports)] // not every suite starts the binary
+pub use serve::Serve;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
