@@ -272,14 +272,20 @@ impl EnginePart {
                     .find(|m| m.label == "namespace")
                     .map(|m| m.value.as_str()),
             );
+            // No summed query key is written, so the trigger gets the
+            // default `capacity` policy, read per pod (docs/decisions/0024).
             if let Some(w) = &self.waiting {
                 out.push(Key::explained(format!(
-                    "W: {}'s `{}` is read by the default waitingQuery `{}` (from vLLM 0.33, requests waiting for capacity only; several series are summed)",
+                    "W: {}'s `{}` is read per pod by the default podWaitingQuery `{}` (from vLLM 0.33, requests waiting for capacity only)",
                     w.origin,
                     w.query,
-                    defaults.waiting()
+                    defaults.pod_waiting("pod")
                 )));
             }
+            out.push(Key::explained(format!(
+                "policy: the default `capacity` (no summed query key is set): the arrival rate from each pod's finished counter `{}` and its gauges, μ learned from them; the engine series need a `pod` label (a PodMonitor or the usual kubernetes_sd relabelling writes it; set `podLabel` if yours differs, or `policy: backlog` for the summed queries)",
+                defaults.pod_finished("pod")
+            )));
         } else {
             let queries = |s: &Signal| DefaultQueries {
                 selector: s
