@@ -21,10 +21,10 @@ mod common;
 mod fixtures;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
+use std::ffi::OsStr;
+use std::io::Write;
 use std::net::TcpListener;
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use backlog_scaler::fake::{FakeDcgmExporter, FakeVllmPod};
@@ -32,7 +32,7 @@ use backlog_scaler::guard::redact::redact;
 use backlog_scaler::proto::external_scaler_client::ExternalScalerClient;
 use backlog_scaler::proto::{GetMetricsRequest, ScaledObjectRef};
 use common::prometheus::PrometheusServer;
-use common::{MODEL, set};
+use common::{MODEL, Serve, set};
 use tonic::Code;
 use tonic::transport::Channel;
 
@@ -454,84 +454,6 @@ fn port(addr: &str) -> &str {
     addr.rsplit_once(':').map_or(addr, |(_, p)| p)
 }
 
-/// The binary serving on free loopback ports, its log lines collected.
-struct Server {
-    child: Child,
-    grpc: String,
-    http: String,
-    log: Arc<Mutex<String>>,
-}
-
-impl Server {
-    fn start(config: &std::path::Path) -> Server {
-        let child = Command::new(BIN)
-            .args(["--log-format", "json", "--log-level", "trace", "serve"])
-            .args(["--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"])
-            .arg("--config")
-            .arg(config)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the binary starts");
-        // Owned by `Server` from here, so a failed start still kills and reaps it (Drop).
-        let mut server = Server {
-            child,
-            grpc: String::new(),
-            http: String::new(),
-            log: Arc::new(Mutex::new(String::new())),
-        };
-        let streams = [
-            server
-                .child
-                .stdout
-                .take()
-                .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
-            server
-                .child
-                .stderr
-                .take()
-                .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
-        ];
-        for stream in streams.into_iter().flatten() {
-            let log = server.log.clone();
-            std::thread::spawn(move || {
-                for line in BufReader::new(stream).lines().map_while(Result::ok) {
-                    let mut log = log.lock().expect("log");
-                    log.push_str(&line);
-                    log.push('\n');
-                }
-            });
-        }
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let text = server.log();
-            if let Some(line) = text.lines().find(|l| l.contains("backlog-scaler serving")) {
-                let json: serde_json::Value = serde_json::from_str(line).expect("a JSON log line");
-                let addr = |field: &str| json[field].as_str().expect(field).to_owned();
-                server.grpc = addr("grpc_addr");
-                server.http = addr("http_addr");
-                return server;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the server did not start:\n{text}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn log(&self) -> String {
-        self.log.lock().expect("log").clone()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn object(case: &Case) -> ScaledObjectRef {
     ScaledObjectRef {
         name: case.name.clone(),
@@ -698,7 +620,7 @@ async fn no_url_bearing_key_echoes_a_credential_on_any_channel() {
     let dir = tempfile::tempdir().expect("tempdir");
     let config = dir.path().join("scaler.yaml");
     std::fs::write(&config, CONFIG).expect("config");
-    let server = Server::start(&config);
+    let server = Serve::start_with("trace", &[OsStr::new("--config"), config.as_os_str()]);
     let channel = Channel::from_shared(format!("http://{}", server.grpc))
         .expect("uri")
         .connect()
