@@ -593,3 +593,96 @@ async fn a_rotated_prometheus_token_file_is_sent_from_the_next_query() {
     );
     server.shutdown().await;
 }
+
+/// A stand-in Prometheus answering every query with one series of pod `p1`
+/// (`0.5` for the KV query), recording each request's `Authorization`.
+async fn per_pod_prometheus() -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+) {
+    use axum::http::HeaderMap;
+    use std::collections::HashMap;
+    let seen: std::sync::Arc<std::sync::Mutex<Vec<String>>> = std::sync::Arc::default();
+    let record = seen.clone();
+    let app = axum::Router::new().route(
+        "/api/v1/query",
+        axum::routing::get(
+            move |headers: HeaderMap, query: axum::extract::Query<HashMap<String, String>>| {
+                let record = record.clone();
+                async move {
+                    let auth = headers
+                        .get("authorization")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("")
+                        .to_owned();
+                    record.lock().expect("lock").push(auth);
+                    let q = query.get("query").cloned().unwrap_or_default();
+                    let value = if q.contains("kv_cache") || q.contains("cache_usage") {
+                        "0.5"
+                    } else {
+                        "3"
+                    };
+                    axum::Json(serde_json::json!({
+                        "status": "success",
+                        "data": {"resultType": "vector", "result": [
+                            {"metric": {"namespace": "default", "pod": "p1"}, "value": [1.0, value]}
+                        ]}
+                    }))
+                }
+            },
+        ),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (addr, seen)
+}
+
+/// The per-pod PromQL path (the default `capacity`) sends the profile's
+/// credentials on every query, and registration refuses a namespace the
+/// profile does not admit, as it does for the summed queries.
+#[tokio::test]
+async fn per_pod_prometheus_reads_use_the_profile_and_its_namespaces() {
+    let (addr, seen) = per_pod_prometheus().await;
+    let config = ScalerConfig::parse(
+        "profiles:\n  prom:\n    namespaces: [default]\n    prometheus:\n      bearerToken: {value: tok-pod}\n",
+    )
+    .expect("config");
+    let server = start_server(config).await;
+    let mut client = client(&server).await;
+    let url = format!("http://{addr}");
+    let md = [
+        ("prometheusAddress", url.as_str()),
+        ("targetBacklogPerReplica", "10"),
+        ("runningPerReplica", "32"),
+        ("authProfile", "prom"),
+    ];
+    let value = client
+        .get_metrics(metrics_request(&object("per-pod", &md), ""))
+        .await
+        .expect("a value from the per-pod path")
+        .into_inner();
+    // W = 3 and R = 3 on one pod: the backlog floor W + T·R/C while μ is unknown.
+    assert!(
+        value.metric_values[0].metric_value_float >= 3.0,
+        "{value:?}"
+    );
+    let recorded = seen.lock().expect("lock").clone();
+    assert!(recorded.len() >= 3, "per-pod queries: {recorded:?}");
+    assert!(
+        recorded.iter().all(|auth| auth == "Bearer tok-pod"),
+        "{recorded:?}"
+    );
+    let mut elsewhere = object("per-pod", &md);
+    elsewhere.namespace = "other".to_owned();
+    let status = client
+        .get_metric_spec(elsewhere)
+        .await
+        .expect_err("a namespace the profile does not admit");
+    assert_eq!(status.code(), Code::PermissionDenied, "{status:?}");
+    assert!(status.message().contains("prom"), "{status:?}");
+}

@@ -214,6 +214,10 @@ fn check_static(
         .into_iter()
         .filter_map(|s| match s {
             SourceSpec::Prometheus(q) => q.auth_profile.map(|n| (n, Section::Prometheus)),
+            SourceSpec::Engine(e) => e
+                .prometheus
+                .and_then(|q| q.auth_profile)
+                .map(|n| (n, Section::Prometheus)),
             _ => None,
         })
         .collect();

@@ -391,8 +391,11 @@ impl DecisionCache {
                 .authorize(profiles, namespace)
                 .map_err(classify)?;
         }
+        // Summed PromQL queries carry their profile; the per-pod path carries
+        // it on the engine source that reads through Prometheus.
         let prometheus_profiles = spec.sources().into_iter().filter_map(|s| match s {
             SourceSpec::Prometheus(q) => q.auth_profile,
+            SourceSpec::Engine(e) => e.prometheus.and_then(|q| q.auth_profile),
             _ => None,
         });
         for name in prometheus_profiles {

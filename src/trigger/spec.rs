@@ -17,7 +17,7 @@ use super::values::{
     Metadata, ip_family, number, optional_non_negative, optional_positive, required_positive,
     whole_seconds,
 };
-use crate::source::{Engine, PromQuery, SourceSpec};
+use crate::source::{Engine, SourceSpec};
 
 const MAX_POLL_INTERVAL_SECS: u64 = 300;
 const MAX_METRIC_NAME_LEN: usize = 63;
@@ -229,20 +229,9 @@ impl TriggerSpec {
         match &self.engine {
             None => {}
             Some(EngineInput::Scrape(source)) => {
+                // A per-pod PromQL source carries its own credentials
+                // profile (authorized at registration from the engine source).
                 sources.push(SourceSpec::Engine(source.clone()));
-                // Registration authorizes the credentials profiles of the
-                // PromQL sources it is given; until it also reads an engine
-                // source's, the per-pod path's profile rides on one of its
-                // queries (polled too: it fails when the per-pod reads do).
-                if let Some(q) = &source.prometheus
-                    && q.auth_profile.is_some()
-                {
-                    sources.push(SourceSpec::Prometheus(PromQuery {
-                        address: q.address.clone(),
-                        query: q.waiting.clone(),
-                        auth_profile: q.auth_profile.clone(),
-                    }));
-                }
             }
             Some(EngineInput::Prometheus(q)) => {
                 for query in [

@@ -86,13 +86,11 @@ fn capacity_is_the_default_and_reads_per_pod_vectors() {
     );
     assert!(source.label().contains("per pod"), "{}", source.label());
     assert_eq!(spec.sources().len(), 1);
-    // A credentials profile also rides on one PromQL source, which
-    // registration authorizes.
+    // A credentials profile rides on the engine source itself (registration
+    // authorizes it there): still one source, no extra query.
     let spec = parse(&[PROM, T, ("authProfile", "prom")]).expect("valid");
     assert_eq!(pod_queries(&spec).auth_profile.as_deref(), Some("prom"));
-    assert!(spec.sources().iter().any(
-        |s| matches!(s, SourceSpec::Prometheus(q) if q.auth_profile.as_deref() == Some("prom"))
-    ));
+    assert_eq!(spec.sources().len(), 1);
     // The quorum counts these pods too.
     let spec = parse(&[PROM, T, ("minReportingFraction", "0.5")]).expect("valid");
     assert_eq!(spec.min_reporting_fraction, 0.5);
