@@ -415,7 +415,10 @@ fn simulate(args: &SimulateArgs) -> Result<(), String> {
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
-        println!("default and capacity triggers also have: {}", extra.join(", "));
+        println!(
+            "default and capacity triggers also have: {}",
+            extra.join(", ")
+        );
     }
     println!();
     print!("{}", report::text_table(&summaries));

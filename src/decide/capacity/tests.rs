@@ -288,4 +288,3 @@ fn a_burst_is_forgotten_after_thirty_minutes_of_quiet_load() {
     let last = e.last().expect("estimate");
     assert_eq!(last.peak_hold_seconds, QUIET_PEAK_HOLD_SECONDS, "{last:?}");
 }
-
