@@ -661,7 +661,10 @@ fn the_learned_mu_follows_outputs_doubling_within_ten_minutes() {
     let after = config
         .pod
         .saturated_throughput(scenario.mix_at(scenario.duration_seconds).means());
-    assert!(after < 0.8 * before, "the mix changes μ: {before} → {after}");
+    assert!(
+        after < 0.8 * before,
+        "the mix changes μ: {before} → {after}"
+    );
     let (_, trace) = run_one(&config, &scenario, PolicyKind::Default, 0, true).expect("run");
     let trace = trace.expect("recorded");
     let mu_at = |t: f64| {
