@@ -15,6 +15,10 @@
 //! | `SCALE_PROBE_SECONDS` | 5 | length of each probe case (2 rounds per case) |
 //! | `SCALE_REGISTER_TIMEOUT` | 1800 | give up registering after this many seconds |
 //! | `SCALE_SERVER_WRAPPER` | none | a command to run the server under, split on spaces (`valgrind --tool=massif`): profiling only |
+//! | `SCALE_SOAK_SECONDS` | 0 | after the probe, this long a soak of the KEDA call pattern (0: no soak); see [`soak`] |
+//! | `SCALE_SOAK_RATE` | 5000 | soak calls/s in all (GetMetricSpec + GetMetrics + IsActive: rate / 3 sequences/s) |
+//! | `SCALE_SOAK_HEALTH_RATE` | 100 | Health/Check floor probes/s during the soak |
+//! | `SCALE_SOAK_MAX_IN_FLIGHT` | 20000 | soak sequences in flight before new ones are shed (counted) |
 //! | `SCALE_VARY` | 1 | 1: every pod's queue changes every half interval, so every trigger's decision changes on every poll (the busy case); 0: constant loads |
 //!
 //! # What it measures, and how
@@ -37,6 +41,8 @@
 //!    in all, alternating GetMetrics on a random trigger and `grpc.health.v1.Health/Check` (the
 //!    cheapest RPC the same server answers through the same transport: the floor), 2 rounds
 //!    each. p99 is nearest-rank.
+//! 4. Soak (only with `SCALE_SOAK_SECONDS` > 0): the KEDA call pattern, open loop, with errors
+//!    by code, p50/p99 per method against the floor, and the RSS slope; see [`soak`].
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -52,6 +58,9 @@ use backlog_scaler::proto::{GetMetricsRequest, ScaledObjectRef};
 use tonic::transport::Channel;
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_client::HealthClient;
+
+#[path = "scale/soak.rs"]
+mod soak;
 
 const MODEL: &str = "meta-llama/Llama-3.1-8B-Instruct";
 const PROBE_CLIENTS: usize = 16;
@@ -492,8 +501,6 @@ async fn bench() {
     let rss_end = status_mb(pid, "VmRSS:");
     let hwm = status_mb(pid, "VmHWM:");
     let after = names.len();
-    drop(channel);
-    drop(server);
 
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     println!();
@@ -588,6 +595,16 @@ async fn bench() {
         }
     );
     println!("{}", "=".repeat(78));
+
+    soak::run(soak::Setup {
+        channel,
+        names,
+        targets,
+        interval,
+        pid,
+    })
+    .await;
+    drop(server);
 }
 
 fn main() {
