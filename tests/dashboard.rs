@@ -17,95 +17,17 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use backlog_scaler::proto::ScaledObjectRef;
 use backlog_scaler::proto::external_scaler_client::ExternalScalerClient;
 use common::prometheus::{PromSample, PrometheusServer};
-use common::{MODEL, metrics_request, object, pods, targets};
+use common::{MODEL, Serve, metrics_request, object, pods, targets};
 use serde_json::Value;
 use tonic::transport::Channel;
 
 const DASHBOARD: &str = include_str!("../dashboards/backlog-scaler.json");
 const KSM_MARK: &str = "Needs kube-state-metrics";
-
-/// The real binary serving on free loopback ports; killed on drop.
-struct Scaler {
-    child: Child,
-    grpc: SocketAddr,
-    http: SocketAddr,
-    log: Arc<Mutex<String>>,
-}
-
-impl Scaler {
-    fn start() -> Scaler {
-        let child = Command::new(env!("CARGO_BIN_EXE_backlog-scaler"))
-            .args(["--log-format", "json", "serve"])
-            .args(["--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the binary starts");
-        // Owned by `Scaler` from here, so a failed start still kills it.
-        let unbound: SocketAddr = "0.0.0.0:0".parse().expect("addr");
-        let mut scaler = Scaler {
-            child,
-            grpc: unbound,
-            http: unbound,
-            log: Arc::new(Mutex::new(String::new())),
-        };
-        for stream in [
-            Box::new(scaler.child.stdout.take().expect("stdout")) as Box<dyn std::io::Read + Send>,
-            Box::new(scaler.child.stderr.take().expect("stderr")),
-        ] {
-            let log = scaler.log.clone();
-            std::thread::spawn(move || {
-                for line in BufReader::new(stream).lines().map_while(Result::ok) {
-                    let mut log = log.lock().expect("log");
-                    log.push_str(&line);
-                    log.push('\n');
-                }
-            });
-        }
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let text = scaler.log();
-            if let Some(line) = text.lines().find(|l| l.contains("backlog-scaler serving")) {
-                let json: Value = serde_json::from_str(line).expect("a JSON log line");
-                let addr = |key: &str| -> SocketAddr {
-                    json[key]
-                        .as_str()
-                        .and_then(|a| a.parse().ok())
-                        .unwrap_or_else(|| panic!("{key} in {line}"))
-                };
-                scaler.grpc = addr("grpc_addr");
-                scaler.http = addr("http_addr");
-                return scaler;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the scaler did not start:\n{text}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn log(&self) -> String {
-        self.log.lock().expect("log").clone()
-    }
-}
-
-impl Drop for Scaler {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// A dashboard target: the panel's title and description, and its query.
 struct Target {
@@ -233,15 +155,6 @@ fn the_dashboard_is_a_grafana_model_on_a_datasource_variable() {
     }
 }
 
-async fn grpc(scaler: &Scaler) -> ExternalScalerClient<Channel> {
-    let channel = Channel::from_shared(format!("http://{}", scaler.grpc))
-        .expect("uri")
-        .connect()
-        .await
-        .expect("connects");
-    ExternalScalerClient::new(channel)
-}
-
 /// One round of what KEDA does for each trigger: spec, metrics, active.
 async fn ask(client: &mut ExternalScalerClient<Channel>, objects: &[ScaledObjectRef]) {
     for object in objects {
@@ -288,9 +201,12 @@ async fn every_panel_query_returns_data_from_a_real_prometheus() {
         listener.local_addr().expect("addr")
     };
 
-    let scaler = Scaler::start();
-    let prometheus =
-        PrometheusServer::start_with_labels(&[(scaler.http, vec![])], Duration::from_secs(1)).await;
+    let scaler = Serve::start();
+    let prometheus = PrometheusServer::start_with_labels(
+        &[(scaler.http.parse().expect("the admin address"), vec![])],
+        Duration::from_secs(1),
+    )
+    .await;
     let common = |extra: &[(&'static str, String)]| -> Vec<(&'static str, String)> {
         let mut md = vec![
             ("modelName", MODEL.to_owned()),
@@ -340,7 +256,7 @@ async fn every_panel_query_returns_data_from_a_real_prometheus() {
             ]),
         ),
     ];
-    let mut client = grpc(&scaler).await;
+    let mut client = scaler.client().await;
     ask(&mut client, &objects).await;
     // An open activity stream, as KEDA holds one per ScaledObject: timed
     // once, when it opens.
@@ -350,7 +266,7 @@ async fn every_panel_query_returns_data_from_a_real_prometheus() {
         .expect("the stream opens");
     // KEDA asks every few seconds; keep asking while the data builds up.
     let asking = {
-        let mut client = grpc(&scaler).await;
+        let mut client = scaler.client().await;
         let objects = objects.clone();
         tokio::spawn(async move {
             loop {
