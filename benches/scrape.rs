@@ -1,7 +1,7 @@
 //! CPU per pod scrape: the poller's own read path against fake vLLM pods on 127.0.0.1 over
 //! keep-alive HTTP/1.1, for a ~60 KB and a ~500 KB body, and what asking for gzip would cost.
 //!
-//! Run with `nice -n 5 cargo bench --bench scrape` (release profile). ~40 s with the defaults.
+//! Run with `nice -n 5 cargo bench --bench scrape` (release profile). ~30 s with the defaults.
 //!
 //! | variable | default | meaning |
 //! |---|---|---|
