@@ -23,7 +23,7 @@ use tonic::transport::Channel;
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_client::HealthClient;
 
-use super::{env_usize, ms, object, percentile, status_mb};
+use super::{cpu_seconds, env_usize, ms, object, percentile, status_mb};
 
 /// The bound on RSS growth under the call pattern.
 const TARGET_SLOPE_MB_PER_MIN: f64 = 1.0;
@@ -157,6 +157,7 @@ pub async fn run(setup: Setup) {
     let (mut started_seqs, mut started_health, mut shed) = (0u64, 0u64, 0u64);
     let mut rss: Vec<(f64, f64)> = vec![(0.0, status_mb(setup.pid, "VmRSS:"))];
     let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let cpu_start = cpu_seconds(setup.pid);
     let start = Instant::now();
     let mut next_rss = RSS_EVERY;
     // A 1 ms tick, starting however many sequences are due: the schedule is by the clock, so a
@@ -229,6 +230,7 @@ pub async fn run(setup: Setup) {
     }
     let elapsed = start.elapsed().as_secs_f64();
     let unfinished = in_flight.load(Ordering::Relaxed);
+    let server_cpu = cpu_seconds(setup.pid) - cpu_start;
     let rss_end = status_mb(setup.pid, "VmRSS:");
     rss.push((elapsed, rss_end));
     let mut s = std::mem::take(&mut *samples.lock().unwrap_or_else(|p| p.into_inner()));
@@ -242,6 +244,7 @@ pub async fn run(setup: Setup) {
         started: started_seqs - shed,
         shed,
         unfinished,
+        server_cpu,
         rss: &rss,
         samples: &s,
     });
@@ -254,6 +257,8 @@ struct Report<'a> {
     started: u64,
     shed: u64,
     unfinished: usize,
+    /// The server's utime + stime over the soak, in seconds.
+    server_cpu: f64,
     rss: &'a [(f64, f64)],
     samples: &'a Samples,
 }
@@ -281,6 +286,11 @@ fn report(r: &Report<'_>) {
         r.started,
         r.shed,
         r.unfinished
+    );
+    println!(
+        "server CPU                    {:>10.1} % of one core   ({:.1} us per KEDA call, Health included)",
+        r.server_cpu / r.elapsed * 100.0,
+        r.server_cpu / done.max(1) as f64 * 1e6
     );
     println!(
         "errors                        {errors:>10}   {}",
