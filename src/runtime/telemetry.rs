@@ -31,12 +31,11 @@
 mod capacity;
 pub mod grpc;
 mod labels;
+mod triggers;
 
-use labels::FloatGauge;
 pub use labels::TriggerLabels;
 
-use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::Arc;
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -46,26 +45,12 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use capacity::CapacityValues;
+use triggers::{COMPONENTS, DegradedPods, GUARDS, TriggerSeries, Values};
+
 use crate::decide::fusion::{Decision, Driver, GpuAction};
 use crate::decide::quorum::PodState;
 use crate::source::PollOutcome;
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ComponentLabels {
-    namespace: String,
-    name: String,
-    metric: String,
-    component: &'static str,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct DegradedPodLabels {
-    namespace: String,
-    name: String,
-    metric: String,
-    state: &'static str,
-    reason: &'static str,
-}
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct SourceLabels {
@@ -78,45 +63,12 @@ struct PollLabels {
     outcome: &'static str,
 }
 
-const COMPONENTS: [&str; 10] = [
-    "waiting",
-    "running",
-    "running_term",
-    "broker_term",
-    "demand",
-    "ttft_seconds",
-    "latency_term",
-    "kv_cache_usage",
-    "kv_term",
-    "gpu_utilization",
-];
-const GUARDS: [&str; 4] = ["latency", "kv_cache", "gpu_busy_hold", "gpu_idle_veto"];
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct GuardLabels {
-    namespace: String,
-    name: String,
-    metric: String,
-    guard: &'static str,
-}
-
 /// All self-metrics and their registry.
 #[derive(Debug)]
 pub struct Telemetry {
     registry: Registry,
-    backlog: Family<TriggerLabels, FloatGauge>,
-    component: Family<ComponentLabels, FloatGauge>,
-    guard: Family<GuardLabels, Gauge>,
-    desired_replicas: Family<TriggerLabels, Gauge>,
-    shadow_desired_replicas: Family<TriggerLabels, Gauge>,
-    active: Family<TriggerLabels, Gauge>,
-    replicas_reporting: Family<TriggerLabels, Gauge>,
-    available: Family<TriggerLabels, Gauge>,
-    degraded: Family<TriggerLabels, Gauge>,
-    degraded_pods: Family<DegradedPodLabels, Gauge>,
-    /// The degraded-pod series each trigger has, so that the ones that no
-    /// longer apply are removed rather than left at a stale count.
-    degraded_pods_shown: Mutex<HashMap<TriggerLabels, Vec<DegradedPodLabels>>>,
+    /// Every per-trigger series, written at scrape time.
+    trigger_series: Arc<TriggerSeries>,
     triggers: Gauge,
     max_triggers: Gauge,
     pollers: Gauge,
@@ -124,7 +76,6 @@ pub struct Telemetry {
     poll_duration: Family<SourceLabels, Histogram>,
     malformed_lines: Family<SourceLabels, Counter>,
     grpc: grpc::GrpcMetrics,
-    capacity: capacity::CapacityMetrics,
 }
 
 fn poll_histogram() -> Histogram {
@@ -143,17 +94,7 @@ impl Telemetry {
     pub fn new() -> Telemetry {
         let mut registry = Registry::with_prefix("backlog_scaler");
         let t = Telemetry {
-            backlog: Family::default(),
-            component: Family::default(),
-            guard: Family::default(),
-            desired_replicas: Family::default(),
-            shadow_desired_replicas: Family::default(),
-            active: Family::default(),
-            replicas_reporting: Family::default(),
-            available: Family::default(),
-            degraded: Family::default(),
-            degraded_pods: Family::default(),
-            degraded_pods_shown: Mutex::default(),
+            trigger_series: Arc::default(),
             triggers: Gauge::default(),
             max_triggers: Gauge::default(),
             pollers: Gauge::default(),
@@ -161,55 +102,8 @@ impl Telemetry {
             poll_duration: Family::new_with_constructor(poll_histogram),
             malformed_lines: Family::default(),
             grpc: grpc::GrpcMetrics::new(),
-            capacity: capacity::CapacityMetrics::default(),
             registry: Registry::default(),
         };
-        registry.register(
-            "backlog",
-            "Fused backlog-equivalent value B per trigger",
-            t.backlog.clone(),
-        );
-        registry.register(
-            "backlog_component",
-            "Each term of the fused value: waiting, running, running_term, demand, ttft_seconds, latency_term, kv_cache_usage, kv_term, gpu_utilization",
-            t.component.clone(),
-        );
-        registry.register(
-            "guard_fired",
-            "1 when a guard set B: latency, kv_cache (won the max), gpu_busy_hold, gpu_idle_veto",
-            t.guard.clone(),
-        );
-        registry.register(
-            "desired_replicas",
-            "ceil(B / targetBacklogPerReplica)",
-            t.desired_replicas.clone(),
-        );
-        registry.register(
-            "shadow_desired_replicas",
-            "ceil(B / targetBacklogPerReplica) a mode: shadow trigger would ask for (it answers 0)",
-            t.shadow_desired_replicas.clone(),
-        );
-        registry.register("active", "1 when B > activationBacklog", t.active.clone());
-        registry.register(
-            "replicas_reporting",
-            "Engine pods in the trigger's last reading",
-            t.replicas_reporting.clone(),
-        );
-        registry.register(
-            "trigger_available",
-            "1 when the trigger answers a value, 0 while it answers UNAVAILABLE (in shadow mode: would answer)",
-            t.available.clone(),
-        );
-        registry.register(
-            "trigger_degraded",
-            "1 while a failing source's last good reading is being held, or a dns+ name answers no addresses among answering targets",
-            t.degraded.clone(),
-        );
-        registry.register(
-            "trigger_degraded_pods",
-            "Discovered engine pods whose scrape fails, by state (held: last good reading counted; left_out: past maxSignalAgeSeconds, not counted, the others extrapolated) and reason (the failure kind)",
-            t.degraded_pods.clone(),
-        );
         registry.register("triggers", "Triggers currently tracked", t.triggers.clone());
         registry.register(
             "max_triggers",
@@ -233,7 +127,7 @@ impl Telemetry {
             t.malformed_lines.clone(),
         );
         t.grpc.register(&mut registry);
-        t.capacity.register(&mut registry);
+        registry.register_collector(Box::new(Arc::clone(&t.trigger_series)));
         Telemetry { registry, ..t }
     }
 
@@ -275,60 +169,33 @@ impl Telemetry {
 
     /// Record a trigger's new decision.
     pub fn record_decision(&self, labels: &TriggerLabels, decision: &Decision, degraded: bool) {
-        self.backlog.get_or_create(labels).set(decision.backlog);
         let c = &decision.components;
-        let values = [
-            Some(c.waiting),
-            c.running,
-            c.running_term,
-            c.broker_term,
-            Some(c.demand),
-            c.ttft_seconds,
-            c.latency_term,
-            c.kv_cache_usage,
-            c.kv_term,
-            c.gpu_utilization,
-        ];
-        for (component, value) in COMPONENTS.into_iter().zip(values) {
-            let component_labels = component_labels(labels, component);
-            match value {
-                Some(value) => {
-                    self.component.get_or_create(&component_labels).set(value);
-                }
-                // Absent (not configured, or no requests in the TTFT window):
-                // no series rather than a 0 a dashboard would misread.
-                None => {
-                    self.component.remove(&component_labels);
-                }
-            }
-        }
-        for (guard, fired) in [
-            ("latency", c.driver == Driver::Latency),
-            ("kv_cache", c.driver == Driver::KvCache),
-            ("gpu_busy_hold", c.gpu_action == Some(GpuAction::BusyHold)),
-            ("gpu_idle_veto", c.gpu_action == Some(GpuAction::IdleVeto)),
-        ] {
-            self.guard
-                .get_or_create(&GuardLabels {
-                    namespace: labels.namespace.clone(),
-                    name: labels.name.clone(),
-                    metric: labels.metric.clone(),
-                    guard,
-                })
-                .set(i64::from(fired));
-        }
-        self.desired_replicas
-            .get_or_create(labels)
-            .set(i64::try_from(decision.desired_replicas).unwrap_or(i64::MAX));
-        self.active
-            .get_or_create(labels)
-            .set(i64::from(decision.active));
-        self.replicas_reporting
-            .get_or_create(labels)
-            .set(i64::try_from(c.replicas_reporting).unwrap_or(i64::MAX));
-        self.available.get_or_create(labels).set(1);
-        self.degraded.get_or_create(labels).set(i64::from(degraded));
-        self.capacity.record(labels, c.capacity.as_ref());
+        let values = Values {
+            backlog: decision.backlog,
+            components: [
+                Some(c.waiting),
+                c.running,
+                c.running_term,
+                c.broker_term,
+                Some(c.demand),
+                c.ttft_seconds,
+                c.latency_term,
+                c.kv_cache_usage,
+                c.kv_term,
+                c.gpu_utilization,
+            ],
+            guards: [
+                c.driver == Driver::Latency,
+                c.driver == Driver::KvCache,
+                c.gpu_action == Some(GpuAction::BusyHold),
+                c.gpu_action == Some(GpuAction::IdleVeto),
+            ],
+            desired_replicas: i64::try_from(decision.desired_replicas).unwrap_or(i64::MAX),
+            active: decision.active,
+            replicas_reporting: i64::try_from(c.replicas_reporting).unwrap_or(i64::MAX),
+            capacity: c.capacity.as_ref().map(CapacityValues::from),
+        };
+        self.trigger_series.set_values(labels, values, degraded);
     }
 
     /// Record what a `mode: shadow` trigger's new decision would ask for,
@@ -336,17 +203,16 @@ impl Telemetry {
     /// can set it beside the HPA's current replicas (kube-state-metrics)
     /// without mistaking it for a trigger that decides.
     pub fn record_shadow(&self, labels: &TriggerLabels, decision: &Decision) {
-        self.shadow_desired_replicas
-            .get_or_create(labels)
-            .set(i64::try_from(decision.desired_replicas).unwrap_or(i64::MAX));
+        self.trigger_series.set_shadow(
+            labels,
+            i64::try_from(decision.desired_replicas).unwrap_or(i64::MAX),
+        );
     }
 
     /// Record that a trigger answers UNAVAILABLE. Its value series are
     /// removed rather than left at a stale number a dashboard would trust.
     pub fn record_unavailable(&self, labels: &TriggerLabels) {
-        self.remove_values(labels);
-        self.available.get_or_create(labels).set(0);
-        self.degraded.get_or_create(labels).set(0);
+        self.trigger_series.set_unavailable(labels);
     }
 
     /// Set a trigger's failing pods, counted per state and reason; series
@@ -357,65 +223,20 @@ impl Telemetry {
         labels: &TriggerLabels,
         counts: &[(PodState, &'static str, usize)],
     ) {
-        let mut shown = self
-            .degraded_pods_shown
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        if counts.is_empty() && !shown.contains_key(labels) {
-            return;
-        }
-        let now: Vec<DegradedPodLabels> = counts
+        let pods = counts
             .iter()
-            .map(|(state, reason, count)| {
-                let series = DegradedPodLabels {
-                    namespace: labels.namespace.clone(),
-                    name: labels.name.clone(),
-                    metric: labels.metric.clone(),
-                    state: state.as_str(),
-                    reason,
-                };
-                self.degraded_pods
-                    .get_or_create(&series)
-                    .set(i64::try_from(*count).unwrap_or(i64::MAX));
-                series
+            .map(|(state, reason, count)| DegradedPods {
+                state: state.as_str(),
+                reason,
+                count: i64::try_from(*count).unwrap_or(i64::MAX),
             })
             .collect();
-        for gone in shown.remove(labels).unwrap_or_default() {
-            if !now.contains(&gone) {
-                self.degraded_pods.remove(&gone);
-            }
-        }
-        if !now.is_empty() {
-            shown.insert(labels.clone(), now);
-        }
+        self.trigger_series.set_degraded_pods(labels, pods);
     }
 
     /// Forget a dropped trigger.
     pub fn forget_trigger(&self, labels: &TriggerLabels) {
-        self.remove_values(labels);
-        self.available.remove(labels);
-        self.degraded.remove(labels);
-        self.record_degraded_pods(labels, &[]);
-    }
-
-    fn remove_values(&self, labels: &TriggerLabels) {
-        self.backlog.remove(labels);
-        for component in COMPONENTS {
-            self.component.remove(&component_labels(labels, component));
-        }
-        for guard in GUARDS {
-            self.guard.remove(&GuardLabels {
-                namespace: labels.namespace.clone(),
-                name: labels.name.clone(),
-                metric: labels.metric.clone(),
-                guard,
-            });
-        }
-        self.desired_replicas.remove(labels);
-        self.shadow_desired_replicas.remove(labels);
-        self.active.remove(labels);
-        self.replicas_reporting.remove(labels);
-        self.capacity.remove(labels);
+        self.trigger_series.forget(labels);
     }
 
     /// Set the tracked-trigger count.
@@ -470,15 +291,6 @@ impl Telemetry {
     /// [`grpc`]).
     pub fn record_grpc_duration(&self, method: &'static str, elapsed: Duration) {
         self.grpc.observe(method, elapsed);
-    }
-}
-
-fn component_labels(labels: &TriggerLabels, component: &'static str) -> ComponentLabels {
-    ComponentLabels {
-        namespace: labels.namespace.clone(),
-        name: labels.name.clone(),
-        metric: labels.metric.clone(),
-        component,
     }
 }
 

@@ -110,9 +110,9 @@ fn pod_counts(evaluation: &Evaluation) -> PodCounts {
 /// True when `a` and `b` write the same self-metrics: the same decision
 /// and degraded flag, or both unavailable, or both pending; and the same
 /// failing pods. Writing `b` after `a` would then leave the registry as it
-/// is, and skipping it saves the ~25 labelled series lookups of a write
-/// (each hashes three label strings into a family holding every trigger's
-/// series). Only the trigger's own task writes its series.
+/// is, and skipping it saves a lookup and a copy under a lock every
+/// trigger task shares a sixty-fourth of. Only the trigger's own task
+/// writes its series.
 fn same_metrics(a: &Evaluation, b: &Evaluation) -> bool {
     let status = match (&a.status, &b.status) {
         (Status::Ready { decision: x, .. }, Status::Ready { decision: y, .. }) => {

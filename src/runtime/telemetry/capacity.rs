@@ -2,13 +2,8 @@
 //! the drain rate `μ` in use and how it was obtained, the smoothed and peak
 //! arrival rates, and whether the backlog floor is in force. A `backlog`
 //! trigger has none of these series (its decision carries no estimate).
+//! The series are written by [`super::triggers`].
 
-use prometheus_client::encoding::EncodeLabelSet;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::registry::Registry;
-
-use super::labels::{FloatGauge, TriggerLabels};
 use crate::decide::capacity::CapacityEstimate;
 use crate::decide::capacity::learn::DrainRateSource;
 
@@ -29,101 +24,27 @@ fn source_name(source: DrainRateSource) -> &'static str {
     }
 }
 
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct DrainRateLabels {
-    namespace: String,
-    name: String,
-    metric: String,
-    source: &'static str,
+/// What the capacity series show for one trigger. One `μ` series per
+/// trigger, under its current source: a dashboard must not draw a stale
+/// `μ` under the previous source beside the current one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct CapacityValues {
+    pub drain_rate: f64,
+    pub source: &'static str,
+    pub smoothed_rate: f64,
+    pub peak_rate: f64,
+    pub backlog_floor: bool,
 }
 
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ArrivalLabels {
-    namespace: String,
-    name: String,
-    metric: String,
-    kind: &'static str,
-}
-
-fn drain_labels(labels: &TriggerLabels, source: &'static str) -> DrainRateLabels {
-    DrainRateLabels {
-        namespace: labels.namespace.clone(),
-        name: labels.name.clone(),
-        metric: labels.metric.clone(),
-        source,
-    }
-}
-
-fn arrival_labels(labels: &TriggerLabels, kind: &'static str) -> ArrivalLabels {
-    ArrivalLabels {
-        namespace: labels.namespace.clone(),
-        name: labels.name.clone(),
-        metric: labels.metric.clone(),
-        kind,
-    }
-}
-
-/// The capacity families.
-#[derive(Debug, Default)]
-pub(super) struct CapacityMetrics {
-    drain_rate: Family<DrainRateLabels, FloatGauge>,
-    arrival_rate: Family<ArrivalLabels, FloatGauge>,
-    backlog_floor: Family<TriggerLabels, Gauge>,
-}
-
-impl CapacityMetrics {
-    pub(super) fn register(&self, registry: &mut Registry) {
-        registry.register(
-            "capacity_drain_rate",
-            "capacity policy: the drain rate mu in use, requests/s one replica finishes at a full batch, by how it was obtained (source: configured, prior, samples, fit, bounds, none; 0 with none)",
-            self.drain_rate.clone(),
-        );
-        registry.register(
-            "capacity_arrival_rate",
-            "capacity policy: the arrival rate, requests/s, smoothed (kind=smoothed) and its peak over peakHoldSeconds (kind=peak)",
-            self.arrival_rate.clone(),
-        );
-        registry.register(
-            "capacity_backlog_floor",
-            "capacity policy: 1 while the demand is floored at the backlog formula (mu not confident yet, a pod's counter missing, or warming up)",
-            self.backlog_floor.clone(),
-        );
-    }
-
-    /// Set a trigger's series from its decision's estimate; `None` (a
-    /// `backlog` trigger) removes any it had.
-    pub(super) fn record(&self, labels: &TriggerLabels, estimate: Option<&CapacityEstimate>) {
-        let Some(e) = estimate else {
-            self.remove(labels);
-            return;
-        };
-        let source = source_name(e.drain_rate_source);
-        // One series per trigger: the one under the previous source goes,
-        // or the dashboard would draw a stale μ beside the current one.
-        for other in SOURCES.into_iter().filter(|s| *s != source) {
-            self.drain_rate.remove(&drain_labels(labels, other));
+impl From<&CapacityEstimate> for CapacityValues {
+    fn from(e: &CapacityEstimate) -> Self {
+        CapacityValues {
+            drain_rate: e.drain_rate,
+            source: source_name(e.drain_rate_source),
+            smoothed_rate: e.smoothed_rate,
+            peak_rate: e.peak_rate,
+            backlog_floor: e.backlog_floor,
         }
-        self.drain_rate
-            .get_or_create(&drain_labels(labels, source))
-            .set(e.drain_rate);
-        for (kind, value) in KINDS.into_iter().zip([e.smoothed_rate, e.peak_rate]) {
-            self.arrival_rate
-                .get_or_create(&arrival_labels(labels, kind))
-                .set(value);
-        }
-        self.backlog_floor
-            .get_or_create(labels)
-            .set(i64::from(e.backlog_floor));
-    }
-
-    pub(super) fn remove(&self, labels: &TriggerLabels) {
-        for source in SOURCES {
-            self.drain_rate.remove(&drain_labels(labels, source));
-        }
-        for kind in KINDS {
-            self.arrival_rate.remove(&arrival_labels(labels, kind));
-        }
-        self.backlog_floor.remove(labels);
     }
 }
 

@@ -208,3 +208,128 @@ fn grpc_durations_fall_in_sub_millisecond_to_second_buckets() {
         );
     }
 }
+
+#[test]
+fn every_trigger_family_is_described_before_any_trigger_exists() {
+    let text = Telemetry::new().encode();
+    for family in [
+        "backlog",
+        "backlog_component",
+        "guard_fired",
+        "desired_replicas",
+        "shadow_desired_replicas",
+        "active",
+        "replicas_reporting",
+        "trigger_available",
+        "trigger_degraded",
+        "trigger_degraded_pods",
+        "capacity_drain_rate",
+        "capacity_arrival_rate",
+        "capacity_backlog_floor",
+    ] {
+        assert!(
+            text.contains(&format!("# TYPE backlog_scaler_{family} gauge\n")),
+            "{family}:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn a_decision_writes_each_value_series_once_and_unavailable_leaves_availability() {
+    let t = Telemetry::new();
+    let so = labels("so");
+    let signals = Signals {
+        waiting: 25.0,
+        running: Some(4.0),
+        replicas_reporting: 2,
+        ..Signals::default()
+    };
+    let decision = fuse(&FusionParams::with_target(10.0), &signals);
+    t.record_decision(&so, &decision, true);
+    t.record_shadow(&so, &decision);
+    let trigger = r#"{namespace="ns",name="so",metric="m"}"#;
+    let text = t.encode();
+    for (family, value) in [
+        ("backlog", format!("{:?}", decision.backlog)),
+        ("desired_replicas", decision.desired_replicas.to_string()),
+        (
+            "shadow_desired_replicas",
+            decision.desired_replicas.to_string(),
+        ),
+        ("active", u8::from(decision.active).to_string()),
+        ("replicas_reporting", "2".to_owned()),
+        ("trigger_available", "1".to_owned()),
+        ("trigger_degraded", "1".to_owned()),
+    ] {
+        let line = format!("backlog_scaler_{family}{trigger} {value}");
+        assert_eq!(
+            text.lines().filter(|l| *l == line).count(),
+            1,
+            "{line}:\n{text}"
+        );
+    }
+    // Configured terms only: no TTFT, KV or GPU series for this trigger.
+    let components = samples(&t, "backlog_scaler_backlog_component");
+    assert!(
+        components
+            .iter()
+            .any(|l| l.ends_with(r#"component="waiting"} 25.0"#)),
+        "{components:?}"
+    );
+    assert!(!components.iter().any(|l| l.contains("ttft_seconds")));
+    assert_eq!(samples(&t, "backlog_scaler_guard_fired").len(), 4);
+
+    t.record_unavailable(&so);
+    let left: Vec<String> = t
+        .encode()
+        .lines()
+        .filter(|l| l.contains(r#"name="so""#))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(
+        left,
+        [
+            format!("backlog_scaler_trigger_available{trigger} 0"),
+            format!("backlog_scaler_trigger_degraded{trigger} 0"),
+        ]
+    );
+    t.forget_trigger(&so);
+    assert!(!t.encode().contains(r#"name="so""#));
+}
+
+#[test]
+fn degraded_pod_series_follow_the_counts() {
+    use crate::decide::quorum::PodState;
+    let t = Telemetry::new();
+    let so = labels("so");
+    let family = "backlog_scaler_trigger_degraded_pods";
+    t.record_degraded_pods(&so, &[]);
+    assert!(!t.encode().contains(r#"name="so""#));
+    t.record_degraded_pods(
+        &so,
+        &[
+            (PodState::Held, "timeout", 2),
+            (PodState::LeftOut, "parse", 1),
+        ],
+    );
+    let mut lines = samples(&t, family);
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            r#"backlog_scaler_trigger_degraded_pods{namespace="ns",name="so",metric="m",state="held",reason="timeout"} 2"#,
+            r#"backlog_scaler_trigger_degraded_pods{namespace="ns",name="so",metric="m",state="left_out",reason="parse"} 1"#,
+        ]
+    );
+    t.record_degraded_pods(&so, &[(PodState::LeftOut, "parse", 3)]);
+    assert_eq!(
+        samples(&t, family),
+        [
+            r#"backlog_scaler_trigger_degraded_pods{namespace="ns",name="so",metric="m",state="left_out",reason="parse"} 3"#
+        ]
+    );
+    // Every pod answers again: no series, and nothing left of a trigger
+    // that had no other.
+    t.record_degraded_pods(&so, &[]);
+    assert!(!t.encode().contains(r#"name="so""#));
+}
