@@ -231,6 +231,8 @@ fn exposition() -> String {
         running: 16.0,
         finished_total: Some(100.0),
         kv_cache_usage: Some(0.5),
+        generation_tokens_total: None,
+        prompt_tokens_total: None,
     };
     let estimate = CapacityState::default().observe(&capacity_params, 0.0, &[pod], Some(32.0));
     params.policy = Policy::Capacity(capacity_params);

@@ -5,6 +5,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use crate::decide::capacity::DrainRateUnit;
 use crate::decide::capacity::learn::DrainRateSource;
 use crate::decide::freshness::Evaluation;
 use crate::decide::fusion::{
@@ -211,12 +212,14 @@ fn floor_decided(e: &CapacityEstimate, c: &Components) -> bool {
     e.backlog_floor && c.demand <= backlog
 }
 
-/// How μ was obtained, after its number: ` learned (fit, ±3 %)`.
+/// How μ was obtained, after its number: ` learned (fit, ±3 %)`, or
+/// ` learned (fit in tokens, ±3 %)` from the step cost (decision 0027).
 fn drain_note(e: &CapacityEstimate) -> String {
     let source = match e.drain_rate_source {
         DrainRateSource::Configured => return String::new(),
         DrainRateSource::Prior => return " (prior)".to_owned(),
         DrainRateSource::Samples => "samples",
+        DrainRateSource::Fit if e.drain_rate_unit == DrainRateUnit::Tokens => "fit in tokens",
         DrainRateSource::Fit => "fit",
         DrainRateSource::Bounds => "bounds",
         DrainRateSource::None => "none",

@@ -26,11 +26,14 @@ use std::collections::{HashMap, VecDeque};
 
 use serde::Serialize;
 
+use crate::source::engine::PodReading;
 pub use crate::trigger::params::CapacityParams;
 
 pub mod learn;
+pub mod tokens;
 
 use learn::{DrainRateLearner, DrainRateSource, PodPoint};
+use tokens::{TokenLearner, TokenPoint};
 
 /// One pod's counters and gauges at one reading.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,6 +49,49 @@ pub struct PodCounters {
     pub finished_total: Option<f64>,
     /// KV-cache usage 0–1, if reported (gives the full batch `R/kv`).
     pub kv_cache_usage: Option<f64>,
+    /// `G_i`: generated tokens since the pod started, if exposed
+    /// (`vllm:generation_tokens_total`): with `P_i`, `μ` is learned in tokens.
+    pub generation_tokens_total: Option<f64>,
+    /// `P_i`: prompt tokens since the pod started, if exposed
+    /// (`vllm:prompt_tokens_total`).
+    pub prompt_tokens_total: Option<f64>,
+}
+
+impl PodCounters {
+    /// A scraped (or PromQL-read) pod's counters; no running gauge reads 0.
+    pub fn from_reading(pod: &PodReading) -> PodCounters {
+        PodCounters {
+            pod: pod.target.clone(),
+            waiting: pod.waiting,
+            running: pod.running.unwrap_or(0.0),
+            finished_total: pod.finished_total,
+            kv_cache_usage: pod.kv_cache_usage,
+            generation_tokens_total: pod.generation_tokens_total,
+            prompt_tokens_total: pod.prompt_tokens_total,
+        }
+    }
+
+    /// The token counters, when the pod exposes all of them this poll.
+    fn token_point(&self) -> Option<TokenPoint> {
+        Some(TokenPoint {
+            running: self.running,
+            finished_total: self.finished_total?,
+            generation_tokens_total: self.generation_tokens_total?,
+            prompt_tokens_total: self.prompt_tokens_total?,
+        })
+    }
+}
+
+/// The unit `μ` was learned in (docs/decisions/0027).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum DrainRateUnit {
+    /// Requests: the time in service against the batch (`S(k) = α + β·k`),
+    /// or a configured / prior `μ`.
+    Requests,
+    /// Tokens: the engine's step cost fitted from its token counters,
+    /// converted with the newest traffic's tokens per request.
+    Tokens,
 }
 
 /// What the policy estimated at one reading: every number in the formula.
@@ -68,6 +114,9 @@ pub struct CapacityEstimate {
     pub drain_rate_learned: bool,
     /// How `μ` was obtained.
     pub drain_rate_source: DrainRateSource,
+    /// The unit it was learned in: `tokens` once the pods' token counters
+    /// give a confident step cost, else `requests`.
+    pub drain_rate_unit: DrainRateUnit,
     /// Relative standard error of the learned time in service at the full
     /// batch (0.05 is 5 %), when there are samples.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -118,6 +167,7 @@ pub struct CapacityState {
     /// (time, λ̂) with λ̂ strictly decreasing: the front is the window's max.
     peaks: VecDeque<(f64, f64)>,
     learner: DrainRateLearner,
+    tokens: TokenLearner,
     /// `a/Δt` of the newest poll, repeated when the same reading is seen again.
     last_arrival_rate: f64,
     /// The newest poll lacked a pod's counter.
@@ -151,6 +201,7 @@ fn stale(prev: &PodCounters, now: &PodCounters, dt: f64, service_seconds: f64) -
 struct Drain {
     mu: Option<f64>,
     source: DrainRateSource,
+    unit: DrainRateUnit,
     learned: learn::Learned,
 }
 
@@ -177,6 +228,8 @@ impl CapacityState {
             Some((t0, before)) if t > t0 => {
                 let dt = t - t0;
                 let mut arrivals = 0.0;
+                let mut mix = [0.0; 3];
+                let mut mix_pods = 0;
                 let service = self.learner.service_seconds();
                 let mut stale_pods = Vec::new();
                 for now in pods {
@@ -197,15 +250,27 @@ impl CapacityState {
                     if f_now < f_prev {
                         continue; // counter reset: the pod restarted
                     }
+                    if let (Some(a), Some(b)) = (now.token_point(), prev.token_point()) {
+                        let delta = [
+                            a.generation_tokens_total - b.generation_tokens_total,
+                            a.prompt_tokens_total - b.prompt_tokens_total,
+                            f_now - f_prev,
+                        ];
+                        if delta.iter().all(|d| *d >= 0.0) {
+                            for (m, d) in mix.iter_mut().zip(delta) {
+                                *m += d;
+                            }
+                            mix_pods += 1;
+                        }
+                    }
                     arrivals += (f_now - f_prev)
                         + (now.waiting - prev.waiting)
                         + (now.running - prev.running);
                 }
                 if params.learn_drain_rate {
                     for pod in pods {
-                        let counter = pod
-                            .finished_total
-                            .filter(|_| !stale_pods.contains(&pod.pod.as_str()));
+                        let fresh = !stale_pods.contains(&pod.pod.as_str());
+                        let counter = pod.finished_total.filter(|_| fresh);
                         let point = counter.map(|finished_total| PodPoint {
                             waiting: pod.waiting,
                             running: pod.running,
@@ -213,9 +278,14 @@ impl CapacityState {
                             kv_cache_usage: pod.kv_cache_usage,
                         });
                         self.learner.observe_pod(&pod.pod, t, point);
+                        let tokens = pod.token_point().filter(|_| fresh);
+                        self.tokens.observe_pod(&pod.pod, t, tokens);
                     }
+                    self.tokens.observe_mix(t, (mix_pods > 0).then_some(mix));
                     self.learner.set_batch_cap(running_per_replica);
                     self.learner
+                        .retain_pods(&|pod: &str| current.contains_key(pod));
+                    self.tokens
                         .retain_pods(&|pod: &str| current.contains_key(pod));
                 }
                 // A pod without its counter hides its arrivals: hold λ̂
@@ -250,6 +320,7 @@ impl CapacityState {
                             kv_cache_usage: pod.kv_cache_usage,
                         });
                         self.learner.observe_pod(&pod.pod, t, point);
+                        self.tokens.observe_pod(&pod.pod, t, pod.token_point());
                     }
                     self.learner.set_batch_cap(running_per_replica);
                 }
@@ -348,33 +419,52 @@ impl CapacityState {
             return Drain {
                 mu: configured,
                 source: DrainRateSource::Configured,
+                unit: DrainRateUnit::Requests,
                 learned,
             };
         }
+        let full = learned.full_batch.or(running_per_replica);
+        if let Some(tokens) = self.tokens.estimate(full).filter(|e| e.confident()) {
+            return Drain {
+                mu: Some(tokens.drain_rate),
+                source: DrainRateSource::Fit,
+                unit: DrainRateUnit::Tokens,
+                learned: learn::Learned {
+                    relative_error: Some(tokens.relative_error),
+                    ..learned
+                },
+            };
+        }
+        let unit = DrainRateUnit::Requests;
         match (learned.drain_rate, configured) {
             (Some(mu), _) if learned.confident() => Drain {
                 mu: Some(mu),
                 source: learned.source,
+                unit,
                 learned,
             },
             (Some(mu), None) => Drain {
                 mu: Some(mu),
                 source: DrainRateSource::Bounds,
+                unit,
                 learned,
             },
             (Some(mu), Some(_)) if learned.samples >= BOUNDS_OVER_PRIOR_SAMPLES => Drain {
                 mu: Some(mu),
                 source: DrainRateSource::Bounds,
+                unit,
                 learned,
             },
             (_, Some(prior)) => Drain {
                 mu: Some(prior),
                 source: DrainRateSource::Prior,
+                unit,
                 learned,
             },
             (None, None) => Drain {
                 mu: None,
                 source: DrainRateSource::None,
+                unit,
                 learned,
             },
         }
@@ -426,6 +516,7 @@ impl CapacityState {
                 DrainRateSource::Samples | DrainRateSource::Fit | DrainRateSource::Bounds
             ),
             drain_rate_source: drain.source,
+            drain_rate_unit: drain.unit,
             drain_rate_relative_error: drain.learned.relative_error,
             drain_rate_samples: drain.learned.samples,
             drain_rate_age_seconds: drain.learned.newest_sample_at.map(|at| (t - at).max(0.0)),

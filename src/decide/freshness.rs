@@ -419,13 +419,7 @@ fn engine_signals(
                         engine: reading.engine,
                     });
                 }
-                pods.push(PodCounters {
-                    pod: pod.target.clone(),
-                    waiting: pod.waiting,
-                    running: pod.running.unwrap_or(0.0),
-                    finished_total: pod.finished_total,
-                    kv_cache_usage: pod.kv_cache_usage,
-                });
+                pods.push(PodCounters::from_reading(pod));
             }
             let epoch = *memory.epoch.get_or_insert(at);
             let t = at.saturating_duration_since(epoch).as_secs_f64();

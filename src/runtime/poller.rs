@@ -365,6 +365,8 @@ mod tests {
             kv_cache_usage: None,
             ttft: None,
             finished_total: None,
+            generation_tokens_total: None,
+            prompt_tokens_total: None,
             read: Default::default(),
         };
         let failure = |target: &str| PodFailure {

@@ -436,6 +436,8 @@ impl Pod {
             kv_cache_usage: Some(self.kv_cache_usage(model)),
             ttft: Some(Buckets { bounds, counts }),
             finished_total: Some(self.metrics.finished_total() as f64),
+            generation_tokens_total: Some(self.metrics.generation_tokens as f64),
+            prompt_tokens_total: Some(self.metrics.prompt_tokens as f64),
             read: Default::default(),
         }
     }

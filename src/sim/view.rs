@@ -156,6 +156,8 @@ mod tests {
                     counts: vec![fast, fast + slow, fast + slow],
                 }),
                 finished_total: Some(0.0),
+                generation_tokens_total: None,
+                prompt_tokens_total: None,
                 read: Default::default(),
             }],
             malformed_lines: 0,

@@ -19,6 +19,8 @@ fn pod(name: &str, waiting: f64, running: f64, finished: f64) -> PodCounters {
         running,
         finished_total: Some(finished),
         kv_cache_usage: None,
+        generation_tokens_total: None,
+        prompt_tokens_total: None,
     }
 }
 

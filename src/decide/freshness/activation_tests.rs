@@ -56,6 +56,8 @@ fn pod(waiting: f64) -> PodReading {
         kv_cache_usage: None,
         ttft: None,
         finished_total: None,
+        generation_tokens_total: None,
+        prompt_tokens_total: None,
         read: Default::default(),
     }
 }

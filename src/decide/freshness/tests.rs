@@ -30,6 +30,8 @@ fn pod(waiting: f64, running: f64) -> PodReading {
         kv_cache_usage: Some(0.5),
         ttft: None,
         finished_total: Some(0.0),
+        generation_tokens_total: None,
+        prompt_tokens_total: None,
         read: Default::default(),
     }
 }

@@ -372,6 +372,7 @@ fn capacity_policy_uses_the_estimate_and_guards_still_apply() {
         drain_rate: 2.0,
         drain_rate_learned: false,
         drain_rate_source: crate::decide::capacity::learn::DrainRateSource::Configured,
+        drain_rate_unit: crate::decide::capacity::DrainRateUnit::Requests,
         drain_rate_relative_error: None,
         drain_rate_samples: 0.0,
         drain_rate_age_seconds: None,

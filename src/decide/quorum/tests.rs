@@ -34,6 +34,8 @@ fn pod(target: &str, waiting: f64) -> PodReading {
         kv_cache_usage: Some(0.5),
         ttft: None,
         finished_total: Some(0.0),
+        generation_tokens_total: None,
+        prompt_tokens_total: None,
         read: Default::default(),
     }
 }
@@ -356,6 +358,7 @@ fn extrapolation_scales_the_capacity_terms_and_leaves_means_alone() {
             drain_rate: 1.0,
             drain_rate_learned: false,
             drain_rate_source: crate::decide::capacity::learn::DrainRateSource::Configured,
+            drain_rate_unit: crate::decide::capacity::DrainRateUnit::Requests,
             drain_rate_relative_error: None,
             drain_rate_samples: 0.0,
             drain_rate_age_seconds: None,

@@ -26,6 +26,7 @@ fn estimate(source: DrainRateSource, mu: f64, floor: bool) -> CapacityEstimate {
         drain_rate: mu,
         drain_rate_learned: !matches!(source, DrainRateSource::Configured | DrainRateSource::Prior),
         drain_rate_source: source,
+        drain_rate_unit: crate::decide::capacity::DrainRateUnit::Requests,
         drain_rate_relative_error: None,
         drain_rate_samples: 0.0,
         drain_rate_age_seconds: None,

@@ -217,6 +217,16 @@ fn a_scrape_of_the_exposition_reads_what_the_policies_are_given() {
         assert_eq!(parsed.running, given.running);
         assert_eq!(parsed.finished_total, given.finished_total);
         assert_eq!(parsed.ttft, given.ttft);
+        // The token unit (decision 0027) reads these.
+        assert_eq!(
+            parsed.generation_tokens_total,
+            given.generation_tokens_total
+        );
+        assert_eq!(parsed.prompt_tokens_total, given.prompt_tokens_total);
+        assert!(
+            given.generation_tokens_total.is_some_and(|g| g > 100.0),
+            "{given:?}"
+        );
         let (a, b) = (
             parsed.kv_cache_usage.unwrap_or(-1.0),
             given.kv_cache_usage.unwrap_or(-2.0),

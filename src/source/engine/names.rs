@@ -85,6 +85,11 @@ pub struct EngineMetrics {
     /// Counters of finished requests (all outcomes), summed: `F` of the
     /// capacity policy.
     pub finished: &'static [&'static str],
+    /// Counters of generated tokens, summed (`G`: the capacity policy learns
+    /// `μ` in tokens when a pod has them and [`prompt_tokens`](Self::prompt_tokens)).
+    pub generation_tokens: &'static [&'static str],
+    /// Counters of prompt tokens, summed (`P`).
+    pub prompt_tokens: &'static [&'static str],
     /// Labels that split one pod's gauge into several series which are
     /// summed (vLLM's data-parallel `engine`): `n` counts pods, not these.
     pub split_labels: &'static [&'static str],
@@ -128,6 +133,8 @@ impl Engine {
                 }),
                 model_label: Some("model_name"),
                 finished: &["vllm:request_success_total"],
+                generation_tokens: &["vllm:generation_tokens_total"],
+                prompt_tokens: &["vllm:prompt_tokens_total"],
                 split_labels: &["engine"],
                 scheduler: None,
             },
@@ -144,6 +151,8 @@ impl Engine {
                 }),
                 model_label: Some("model_name"),
                 finished: &["sglang:num_requests_total"],
+                generation_tokens: &["sglang:generation_tokens_total"],
+                prompt_tokens: &["sglang:prompt_tokens_total"],
                 split_labels: &["dp_rank"],
                 scheduler: Some(SchedulerRanks {
                     ranks: &["pp_rank", "tp_rank"],
@@ -181,6 +190,9 @@ impl Engine {
                     "nv_inference_request_success",
                     "nv_inference_request_failure",
                 ],
+                // Only per request, in the TensorRT-LLM backend's histograms.
+                generation_tokens: &[],
+                prompt_tokens: &[],
                 split_labels: &[],
                 scheduler: None,
             },
@@ -194,6 +206,10 @@ impl Engine {
                 ttft: None,
                 model_label: None,
                 finished: &["tgi_request_success", "tgi_request_failure"],
+                // Histograms observed when a request ends, not as tokens are
+                // made: the request unit is used.
+                generation_tokens: &[],
+                prompt_tokens: &[],
                 split_labels: &[],
                 scheduler: None,
             },

@@ -96,6 +96,14 @@ pub struct PodReading {
     /// Finished requests since the pod started (all outcomes), if exposed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub finished_total: Option<f64>,
+    /// Generated tokens since the pod started, if exposed
+    /// (`vllm:generation_tokens_total`, `sglang:generation_tokens_total`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generation_tokens_total: Option<f64>,
+    /// Prompt tokens since the pod started, if exposed
+    /// (`vllm:prompt_tokens_total`, `sglang:prompt_tokens_total`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens_total: Option<f64>,
     /// Which series each signal was read from.
     #[serde(skip_serializing_if = "SeriesRead::is_empty")]
     pub read: SeriesRead,
@@ -228,6 +236,8 @@ impl EngineSource {
         let ttft_bucket = names.ttft.map(|h| format!("{}_bucket", h.family));
         let mut found = Found::default();
         let mut finished = Counter::default();
+        let mut generated = Counter::default();
+        let mut prompt = Counter::default();
         let mut ttft: BTreeMap<OrderedBound, f64> = BTreeMap::new();
         let mut ttft_bad = None;
         let stats = prom_text::parse(
@@ -261,6 +271,8 @@ impl EngineSource {
                         }
                     }
                     Family::Finished => finished.add(sample.name, sample.value),
+                    Family::GenerationTokens => generated.add(sample.name, sample.value),
+                    Family::PromptTokens => prompt.add(sample.name, sample.value),
                     Family::TtftBucket => {
                         let Some(le) = sample.label("le") else {
                             return;
@@ -371,6 +383,10 @@ impl EngineSource {
                 kv_cache_usage: kv.map(|k| k.value),
                 ttft,
                 finished_total,
+                // A bad token counter costs only the token unit (the
+                // request unit decides then), not the pod's reading.
+                generation_tokens_total: generated.total().ok().flatten(),
+                prompt_tokens_total: prompt.total().ok().flatten(),
                 read,
             },
             stats.malformed_lines,
@@ -395,6 +411,8 @@ enum Family {
     /// Index into [`EngineMetrics::kv_cache`].
     Kv(usize),
     Finished,
+    GenerationTokens,
+    PromptTokens,
     TtftBucket,
 }
 
@@ -456,6 +474,12 @@ fn match_family(names: &EngineMetrics, ttft_bucket: Option<&str>, name: &str) ->
     }
     if names.finished.iter().any(|n| is(n)) {
         return Some(Family::Finished);
+    }
+    if names.generation_tokens.iter().any(|n| is(n)) {
+        return Some(Family::GenerationTokens);
+    }
+    if names.prompt_tokens.iter().any(|n| is(n)) {
+        return Some(Family::PromptTokens);
     }
     if let Some(index) = names.kv_cache.iter().position(|n| is(n)) {
         return Some(Family::Kv(index));

@@ -212,6 +212,8 @@ impl PodQueries {
                 },
                 ttft,
                 finished_total,
+                generation_tokens_total: None,
+                prompt_tokens_total: None,
             });
         }
         if pods.is_empty() {

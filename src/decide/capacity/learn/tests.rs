@@ -110,6 +110,8 @@ fn closed_loop(
                     running,
                     finished_total: Some(fleet.finished[i].floor()),
                     kv_cache_usage: Some(running / model.full),
+                    generation_tokens_total: None,
+                    prompt_tokens_total: None,
                 });
             }
             last = Some(state.observe(&p, t, &pods, Some(256.0)));

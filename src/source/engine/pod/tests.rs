@@ -435,3 +435,54 @@ fn the_series_read_are_in_the_explain_json_next_to_the_old_fields() {
             .is_none()
     );
 }
+
+#[test]
+fn token_counters_are_read_where_the_engine_has_them() {
+    // (engine, body, generated, prompt): a bad token counter costs only the
+    // token unit, never the pod's reading.
+    let cases: [(Engine, &str, Option<f64>, Option<f64>); 5] = [
+        (
+            Engine::Vllm,
+            "vllm:num_requests_waiting{engine=\"0\"} 1\n\
+             vllm:generation_tokens_total{engine=\"0\"} 100\n\
+             vllm:generation_tokens_total{engine=\"1\"} 50\n\
+             vllm:generation_tokens_created{engine=\"0\"} 1.7e9\n\
+             vllm:prompt_tokens_total{engine=\"0\"} 900\n",
+            Some(150.0),
+            Some(900.0),
+        ),
+        (
+            Engine::Vllm,
+            "vllm:num_requests_waiting 1\nvllm:prompt_tokens_total NaN\n\
+             vllm:generation_tokens_total 7\n",
+            Some(7.0),
+            None,
+        ),
+        (Engine::Vllm, "vllm:num_requests_waiting 1\n", None, None),
+        (
+            // client_python's OpenMetrics escaping writes `_` for `:`.
+            Engine::Sglang,
+            "sglang:num_queue_reqs 0\nsglang_generation_tokens_total 12\n\
+             sglang_prompt_tokens_total 34\n",
+            Some(12.0),
+            Some(34.0),
+        ),
+        (
+            Engine::Tgi,
+            "tgi_queue_size 0\ntgi_batch_current_size 1\n\
+             tgi_request_generated_tokens_sum 99\n",
+            None,
+            None,
+        ),
+    ];
+    for (engine, body, generated, prompt) in cases {
+        let (pod, _) = source(engine, None)
+            .parse_pod("t", body)
+            .unwrap_or_else(|e| panic!("{engine}: {e}"));
+        assert_eq!(
+            (pod.generation_tokens_total, pod.prompt_tokens_total),
+            (generated, prompt),
+            "{engine}: {body}"
+        );
+    }
+}

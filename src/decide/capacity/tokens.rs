@@ -1,0 +1,386 @@
+//! `μ` in tokens: the engine's step cost learned from its token counters
+//! (docs/decisions/0027).
+//!
+//! A continuous-batching engine runs steps back to back while anything is
+//! running; a step with `k` requests decoding and `p` prompt tokens costs
+//! `a + b·k + c·p` (the pod model's form, and WVA's `ITL(k) = A·k + B` plus a
+//! prefill term). Over a busy stretch of a pod (requests running at both
+//! ends of every poll interval) the time is the work done:
+//!
+//! ```text
+//! Δt ≈ a·steps + b·ΔG + c·ΔP        steps ≈ ΔG/R̄   (one token per decoding request a step)
+//! ```
+//!
+//! with `ΔG` the generated and `ΔP` the prompt tokens of the interval. This
+//! is fitted by least squares with `a, b, c ≥ 0` over 60 s windows, and
+//! converted to requests with the tokens per request of the newest traffic
+//! (`ō = ΔG/ΔF`, `ī = ΔP/ΔF`, smoothed over three minutes):
+//!
+//! ```text
+//! μ = 1 / (ō·a/K + ō·b + ī·c)        K = the full batch (the request learner's)
+//! ```
+//!
+//! Unlike the request unit's `S(k) = α + β·k`, nothing here is a property of
+//! the mix: when outputs double, `a`, `b`, `c` stay and `ō` follows within a
+//! minute. And the fit is of work, not of time in service, so prompts
+//! queueing inside the engine during a burst (time in service above the
+//! steady curve) do not bias it. Missing, reset or still token counters drop
+//! the pod's window; without a confident fit the caller keeps the request
+//! unit, so a token counter can never lower `B` by its absence.
+
+use std::collections::HashMap;
+
+/// A pod's window: as the request learner's.
+const WINDOW_SECONDS: f64 = 60.0;
+/// Relative forgetting of windows, seconds of fold time: the step cost is
+/// the hardware's, so it is forgotten slowly (only a new engine version or
+/// flags change it).
+const FORGET_SECONDS: f64 = 900.0;
+/// Time constant of the tokens per request, seconds. Prompts are counted
+/// when admitted, outputs as they are made and requests when they finish, so
+/// over a burst the ratios swing; three minutes smooths that (60 s cost
+/// bursty 3 % replica-hours in the simulator) and still follows outputs
+/// doubling within 4 minutes (docs/decisions/0027).
+const MIX_SECONDS: f64 = 180.0;
+/// Confident when the standard error of the cost of a request at `K` is at
+/// most this fraction ...
+const CONFIDENT_RELATIVE_ERROR: f64 = 0.05;
+/// ... over at least this many windows.
+const CONFIDENT_SAMPLES: f64 = 6.0;
+/// A window busy for less than this says little.
+const MIN_BUSY_SECONDS: f64 = 20.0;
+/// A running pod emits a token per decoding request every step (tens of
+/// milliseconds): one that runs requests for this long without a new token
+/// is read as a stale counter, not as a slow step.
+const STILL_SECONDS: f64 = 5.0;
+
+/// One pod's token counters at one reading.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TokenPoint {
+    /// `R_i`.
+    pub running: f64,
+    /// `F_i`, finished requests.
+    pub finished_total: f64,
+    /// `G_i`, generated tokens (`vllm:generation_tokens_total`).
+    pub generation_tokens_total: f64,
+    /// `P_i`, prompt tokens (`vllm:prompt_tokens_total`).
+    pub prompt_tokens_total: f64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    start: f64,
+    last_t: f64,
+    last: TokenPoint,
+    busy: f64,
+    steps: f64,
+    generated: f64,
+    prompt: f64,
+}
+
+/// What the token learner knows.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TokenEstimate {
+    /// `μ`, requests/s per pod at the full batch of the current mix.
+    pub drain_rate: f64,
+    /// Standard error of a request's cost at `K`, relative.
+    pub relative_error: f64,
+    /// Forgetting-weighted windows behind the fit.
+    pub samples: f64,
+    /// `ō`, generated tokens per request of the newest traffic.
+    pub output_tokens: f64,
+    /// `ī`, prompt tokens per request.
+    pub input_tokens: f64,
+    /// The fitted step cost `(a, b, c)`: seconds per step, per decode, per
+    /// prompt token.
+    pub step_cost: [f64; 3],
+}
+
+impl TokenEstimate {
+    /// Confident enough to replace the request unit.
+    pub fn confident(&self) -> bool {
+        self.relative_error <= CONFIDENT_RELATIVE_ERROR && self.samples >= CONFIDENT_SAMPLES
+    }
+}
+
+/// Per-trigger learner of the step cost and the mix.
+#[derive(Debug, Clone, Default)]
+pub struct TokenLearner {
+    windows: HashMap<String, Window>,
+    /// Σ w·x·xᵀ (upper triangle: 00 01 02 11 12 22), Σ w·x·y, Σ w·y², Σ w, Σ w².
+    xx: [f64; 6],
+    xy: [f64; 3],
+    yy: f64,
+    w: f64,
+    w2: f64,
+    folded_at: Option<f64>,
+    /// Smoothed fleet totals of ΔG, ΔP, ΔF and when they were last updated.
+    mix: [f64; 3],
+    mix_at: Option<f64>,
+    /// The newest poll had token counters on at least one pod.
+    fresh: bool,
+}
+
+impl TokenLearner {
+    /// Fold in one pod's reading at `t`; `None` (a token counter missing)
+    /// drops its window.
+    pub fn observe_pod(&mut self, pod: &str, t: f64, point: Option<TokenPoint>) {
+        let Some(point) = point else {
+            self.windows.remove(pod);
+            return;
+        };
+        let fresh = Window {
+            start: t,
+            last_t: t,
+            last: point,
+            busy: 0.0,
+            steps: 0.0,
+            generated: 0.0,
+            prompt: 0.0,
+        };
+        let Some(window) = self.windows.get_mut(pod) else {
+            self.windows.insert(pod.to_owned(), fresh);
+            return;
+        };
+        if t <= window.last_t {
+            return;
+        }
+        let prev = window.last;
+        let dt = t - window.last_t;
+        let (dg, dp, df) = (
+            point.generation_tokens_total - prev.generation_tokens_total,
+            point.prompt_tokens_total - prev.prompt_tokens_total,
+            point.finished_total - prev.finished_total,
+        );
+        if dg < 0.0 || dp < 0.0 || df < 0.0 {
+            *window = fresh; // a restart
+            return;
+        }
+        let running = 0.5 * (prev.running + point.running);
+        if dg <= 0.0 && prev.running.min(point.running) >= 1.0 && dt >= STILL_SECONDS {
+            // Running throughout, and not one token: a wedged exporter.
+            *window = fresh;
+            return;
+        }
+        if prev.running >= 1.0 && point.running >= 1.0 {
+            window.busy += dt;
+            window.steps += dg / running.max(1.0);
+            window.generated += dg;
+            window.prompt += dp;
+        }
+        window.last_t = t;
+        window.last = point;
+        if t - window.start < WINDOW_SECONDS {
+            return;
+        }
+        let done = std::mem::replace(window, fresh);
+        self.fold(t, &done);
+    }
+
+    /// The fleet's tokens and finishes of one poll (every pod with all
+    /// three counters in both readings), for the mix; `None` when no pod
+    /// had them: the estimate is then withheld until a poll has them again,
+    /// so a mix is never carried over a gap in the counters.
+    pub fn observe_mix(&mut self, t: f64, totals: Option<[f64; 3]>) {
+        self.fresh = false;
+        let Some([generated, prompt, finished]) = totals else {
+            return;
+        };
+        if generated < 0.0 || prompt < 0.0 || finished < 0.0 {
+            return;
+        }
+        self.fresh = true;
+        let keep = match self.mix_at {
+            Some(at) if t > at => (-(t - at) / MIX_SECONDS).exp(),
+            Some(_) => return,
+            None => 0.0,
+        };
+        for (m, v) in self.mix.iter_mut().zip([generated, prompt, finished]) {
+            *m = *m * keep + v;
+        }
+        self.mix_at = Some(t);
+    }
+
+    fn fold(&mut self, t: f64, window: &Window) {
+        if window.busy < MIN_BUSY_SECONDS || window.generated <= 0.0 {
+            return;
+        }
+        if let Some(at) = self.folded_at {
+            let keep = (-(t - at).max(0.0) / FORGET_SECONDS).exp();
+            for v in self.xx.iter_mut().chain(self.xy.iter_mut()) {
+                *v *= keep;
+            }
+            self.yy *= keep;
+            self.w *= keep;
+            self.w2 *= keep * keep;
+        }
+        self.folded_at = Some(t);
+        // Per second of busy time, so every window weighs alike.
+        let scale = 1.0 / window.busy;
+        let x = [
+            window.steps * scale,
+            window.generated * scale,
+            window.prompt * scale,
+        ];
+        let y = 1.0;
+        let mut i = 0;
+        for r in 0..3 {
+            for c in r..3 {
+                self.xx[i] += x[r] * x[c];
+                i += 1;
+            }
+            self.xy[r] += x[r] * y;
+        }
+        self.yy += y * y;
+        self.w += 1.0;
+        self.w2 += 1.0;
+    }
+
+    /// The estimate at the full batch `full`, when there is a fit and the
+    /// newest poll gave a mix.
+    pub fn estimate(&self, full: Option<f64>) -> Option<TokenEstimate> {
+        let full = full.filter(|k| *k >= 1.0)?;
+        if !self.fresh || self.w <= 0.0 || self.mix[2] <= 0.0 {
+            return None;
+        }
+        let output = self.mix[0] / self.mix[2];
+        let input = self.mix[1] / self.mix[2];
+        let (theta, rss) = self.nonnegative_fit()?;
+        // The variance is taken on all three coefficients, constrained or
+        // not: a fit that could only pin down one combination of them (every
+        // window at the same batch and mix) is not confident, however small
+        // its residuals.
+        let inverse = self.full_inverse();
+        let g = [output / full, output, input];
+        let cost: f64 = g.iter().zip(theta).map(|(g, t)| g * t).sum();
+        if !(cost > 0.0 && cost.is_finite()) {
+            return None;
+        }
+        let samples = self.w * self.w / self.w2.max(f64::MIN_POSITIVE);
+        let active = theta.iter().filter(|t| **t > 0.0).count() as f64;
+        let sigma2 = rss / (samples - active).max(1.0) * samples / self.w;
+        let relative_error = match inverse {
+            Some(inverse) => {
+                let mut variance = 0.0;
+                for r in 0..3 {
+                    for c in 0..3 {
+                        variance += g[r] * inverse[r][c] * g[c];
+                    }
+                }
+                (sigma2 * variance.max(0.0)).sqrt() / cost
+            }
+            None => f64::INFINITY,
+        };
+        Some(TokenEstimate {
+            drain_rate: 1.0 / cost,
+            relative_error,
+            samples,
+            output_tokens: output,
+            input_tokens: input,
+            step_cost: theta,
+        })
+    }
+
+    fn xx(&self, r: usize, c: usize) -> f64 {
+        let (r, c) = if r <= c { (r, c) } else { (c, r) };
+        const INDEX: [[usize; 3]; 3] = [[0, 1, 2], [1, 3, 4], [2, 4, 5]];
+        self.xx[INDEX[r][c]]
+    }
+
+    /// The inverse of the full normal matrix, `None` when singular.
+    fn full_inverse(&self) -> Option<[[f64; 3]; 3]> {
+        let mut m = [[0.0; 3]; 3];
+        for (r, row) in m.iter_mut().enumerate() {
+            for (c, v) in row.iter_mut().enumerate() {
+                *v = self.xx(r, c);
+            }
+        }
+        invert(&m, 3)
+    }
+
+    /// Least squares with every coefficient ≥ 0: the best of the subsets of
+    /// the three whose unconstrained fit is non-negative. Returns the
+    /// coefficients and the residual sum of squares.
+    fn nonnegative_fit(&self) -> Option<([f64; 3], f64)> {
+        let mut best: Option<([f64; 3], f64)> = None;
+        for mask in 1u8..8 {
+            let mut active = [0usize; 3];
+            let mut n = 0;
+            for i in 0..3 {
+                if mask & (1 << i) != 0 {
+                    active[n] = i;
+                    n += 1;
+                }
+            }
+            let active = &active[..n];
+            let mut m = [[0.0; 3]; 3];
+            for (i, r) in active.iter().enumerate() {
+                for (j, c) in active.iter().enumerate() {
+                    m[i][j] = self.xx(*r, *c);
+                }
+            }
+            let Some(inv) = invert(&m, n) else {
+                continue;
+            };
+            let mut theta = [0.0; 3];
+            for (i, r) in active.iter().enumerate() {
+                theta[*r] = (0..n).map(|j| inv[i][j] * self.xy[active[j]]).sum();
+            }
+            if theta.iter().any(|t| *t < 0.0) {
+                continue;
+            }
+            let fitted: f64 = (0..3).map(|r| theta[r] * self.xy[r]).sum();
+            let rss = (self.yy - fitted).max(0.0);
+            if best.is_none_or(|b| rss < b.1) {
+                best = Some((theta, rss));
+            }
+        }
+        best
+    }
+
+    /// Forget pods no longer read.
+    pub fn retain_pods(&mut self, present: &dyn Fn(&str) -> bool) {
+        self.windows.retain(|pod, _| present(pod));
+    }
+}
+
+/// Inverse of the leading `n × n` block of a small matrix by Gauss–Jordan
+/// (fixed size: this runs a few times per poll of every trigger), `None`
+/// when it is (numerically) singular.
+fn invert(m: &[[f64; 3]; 3], n: usize) -> Option<[[f64; 3]; 3]> {
+    let mut a = *m;
+    let mut inv = [[0.0; 3]; 3];
+    for (i, row) in inv.iter_mut().enumerate().take(n) {
+        row[i] = 1.0;
+    }
+    let scale = (0..n).map(|i| a[i][i].abs()).fold(0.0, f64::max);
+    if scale <= 0.0 {
+        return None;
+    }
+    for col in 0..n {
+        let pivot = (col..n).max_by(|x, y| a[*x][col].abs().total_cmp(&a[*y][col].abs()))?;
+        if a[pivot][col].abs() <= 1e-12 * scale {
+            return None;
+        }
+        a.swap(col, pivot);
+        inv.swap(col, pivot);
+        let p = a[col][col];
+        for j in 0..n {
+            a[col][j] /= p;
+            inv[col][j] /= p;
+        }
+        for row in 0..n {
+            if row != col {
+                let f = a[row][col];
+                for j in 0..n {
+                    a[row][j] -= f * a[col][j];
+                    inv[row][j] -= f * inv[col][j];
+                }
+            }
+        }
+    }
+    Some(inv)
+}
+
+#[cfg(test)]
+mod tests;
