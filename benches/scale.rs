@@ -45,9 +45,7 @@
 //!    by code, p50/p99 per method against the floor, and the RSS slope; see [`soak`].
 
 use std::collections::HashMap;
-use std::io::Write;
-use std::net::{SocketAddr, TcpListener};
-use std::process::{Child, Command, Stdio};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -59,6 +57,12 @@ use tonic::transport::Channel;
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_client::HealthClient;
 
+#[path = "common/stats.rs"]
+mod stats;
+use stats::{env_usize, ms, percentile};
+#[path = "scale/process.rs"]
+mod process;
+use process::{cpu_seconds, start_server, status_mb};
 #[path = "scale/soak.rs"]
 mod soak;
 
@@ -67,53 +71,6 @@ const PROBE_CLIENTS: usize = 16;
 /// The bounds (item 7).
 const TARGET_RSS_MB: f64 = 1024.0;
 const TARGET_REGISTER_SECONDS: f64 = 30.0;
-
-fn env_usize(name: &str, default: usize) -> usize {
-    match std::env::var(name) {
-        Ok(v) => v
-            .parse()
-            .unwrap_or_else(|e| panic!("{name}={v:?} is not a count: {e}")),
-        Err(_) => default,
-    }
-}
-
-fn free_port() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free loopback port")
-}
-
-/// A field of `/proc/<pid>/status` in kB, as MB.
-fn status_mb(pid: u32, field: &str) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|rest| {
-            rest.trim()
-                .trim_end_matches("kB")
-                .trim()
-                .parse::<f64>()
-                .ok()
-        })
-        .map_or(f64::NAN, |kb| kb / 1024.0)
-}
-
-/// utime + stime of a process, in seconds.
-fn cpu_seconds(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the parenthesised command name; utime and stime are 14 and 15 (1-based).
-    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    // USER_HZ is 100 on Linux.
-    (ticks(11) + ticks(12)) / 100.0
-}
 
 fn object(index: usize, targets: &str, interval: usize) -> ScaledObjectRef {
     let metadata = [
@@ -131,62 +88,6 @@ fn object(index: usize, targets: &str, interval: usize) -> ScaledObjectRef {
             .into_iter()
             .map(|(k, v)| (k.to_owned(), v))
             .collect::<HashMap<_, _>>(),
-    }
-}
-
-/// Nearest-rank percentile of sorted samples.
-fn percentile(sorted: &[u64], p: f64) -> u64 {
-    if sorted.is_empty() {
-        return 0;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-struct Server {
-    child: Child,
-    grpc: SocketAddr,
-    _config: tempfile::NamedTempFile,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_server(max_triggers: usize) -> Server {
-    let mut config = tempfile::NamedTempFile::new().expect("a temp file");
-    writeln!(config, "maxTriggers: {max_triggers}").expect("write the config");
-    let grpc = free_port();
-    let http = free_port();
-    let binary = env!("CARGO_BIN_EXE_backlog-scaler");
-    let wrapper = std::env::var("SCALE_SERVER_WRAPPER").unwrap_or_default();
-    let mut words = wrapper.split_whitespace();
-    let mut command = match words.next() {
-        Some(program) => {
-            let mut command = Command::new(program);
-            command.args(words).arg(binary);
-            command
-        }
-        None => Command::new(binary),
-    };
-    let child = command
-        .args(["--log-level", "warn", "serve", "--grpc-addr"])
-        .arg(grpc.to_string())
-        .arg("--http-addr")
-        .arg(http.to_string())
-        .arg("--config")
-        .arg(config.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("the scaler binary starts");
-    Server {
-        child,
-        grpc,
-        _config: config,
     }
 }
 
@@ -357,10 +258,6 @@ async fn probe(
     }
     all.sort_unstable();
     (all, errors)
-}
-
-fn ms(ns: u64) -> f64 {
-    ns as f64 / 1e6
 }
 
 async fn bench() {

@@ -50,6 +50,10 @@ use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
 
+#[path = "common/stats.rs"]
+mod stats;
+use stats::{env_usize, ms, percentile};
+
 const MODEL: &str = "meta-llama/Llama-3.1-8B-Instruct";
 /// (waiting, running) per pod.
 const LOADS: [(f64, f64); 3] = [(10.0, 32.0), (20.0, 32.0), (15.0, 30.0)];
@@ -156,30 +160,8 @@ impl Samples {
     }
 }
 
-/// Nearest-rank percentile of sorted samples.
-fn percentile(sorted: &[u64], p: f64) -> u64 {
-    if sorted.is_empty() {
-        return 0;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-fn ms(ns: u64) -> f64 {
-    ns as f64 / 1e6
-}
-
 fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
-fn env_usize(name: &str, default: usize) -> usize {
-    match std::env::var(name) {
-        Ok(v) => v
-            .parse()
-            .unwrap_or_else(|e| panic!("{name}={v:?} is not a count: {e}")),
-        Err(_) => default,
-    }
 }
 
 fn object(index: usize, targets: &str) -> ScaledObjectRef {

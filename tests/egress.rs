@@ -16,10 +16,9 @@ mod common;
 #[allow(dead_code)]
 mod fixtures;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use backlog_scaler::api::server::RunningServer;
@@ -546,71 +545,18 @@ async fn sqs_through_an_allowed_address_works() {
 /// The binary serving on free loopback ports with an empty environment (no
 /// AWS credentials, no home directory with a profile), so the default AWS
 /// credential chain ends at the instance metadata service.
-struct Bare {
-    child: Child,
-    grpc: String,
-    log: Arc<Mutex<String>>,
-    _home: tempfile::TempDir,
-}
-
-impl Bare {
-    fn start(config: &str) -> Bare {
-        let home = tempfile::tempdir().expect("tempdir");
-        let path = home.path().join("scaler.yaml");
-        std::fs::write(&path, config).expect("config");
-        let child = Command::new(env!("CARGO_BIN_EXE_backlog-scaler"))
-            .env_clear()
-            .env("HOME", home.path())
-            .args(["--log-format", "json", "serve"])
-            .args(["--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"])
-            .arg("--config")
-            .arg(&path)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the binary starts");
-        // Owned by `Bare` from here, so a failed start still kills it.
-        let mut bare = Bare {
-            child,
-            grpc: String::new(),
-            log: Arc::new(Mutex::new(String::new())),
-            _home: home,
-        };
-        for stream in [
-            Box::new(bare.child.stdout.take().expect("stdout")) as Box<dyn std::io::Read + Send>,
-            Box::new(bare.child.stderr.take().expect("stderr")),
-        ] {
-            let log = bare.log.clone();
-            std::thread::spawn(move || {
-                for line in BufReader::new(stream).lines().map_while(Result::ok) {
-                    let mut log = log.lock().expect("log");
-                    log.push_str(&line);
-                    log.push('\n');
-                }
-            });
-        }
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let text = bare.log.lock().expect("log").clone();
-            if let Some(line) = text.lines().find(|l| l.contains("backlog-scaler serving")) {
-                let json: serde_json::Value = serde_json::from_str(line).expect("a JSON log line");
-                bare.grpc = json["grpc_addr"].as_str().expect("grpc_addr").to_owned();
-                return bare;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the server did not start:\n{text}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Bare {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+fn bare(config: &str) -> (Serve, tempfile::TempDir) {
+    let home = tempfile::tempdir().expect("tempdir");
+    let path = home.path().join("scaler.yaml");
+    std::fs::write(&path, config).expect("config");
+    let serve = Serve::start_configured(
+        "info",
+        &[std::ffi::OsStr::new("--config"), path.as_os_str()],
+        |command| {
+            command.env_clear().env("HOME", home.path());
+        },
+    );
+    (serve, home)
 }
 
 #[tokio::test]
@@ -618,14 +564,8 @@ async fn sqs_default_credentials_never_reach_the_instance_metadata_service() {
     // The endpoint itself is allowed; the credential chain finds nothing in
     // the (empty) environment and would ask 169.254.169.254 next.
     let counter = Counter::start().await;
-    let server = Bare::start("outbound:\n  allow: [\"127.0.0.0/8\"]\n");
-    let mut grpc = ExternalScalerClient::new(
-        Channel::from_shared(format!("http://{}", server.grpc))
-            .expect("uri")
-            .connect()
-            .await
-            .expect("connects"),
-    );
+    let (server, _home) = bare("outbound:\n  allow: [\"127.0.0.0/8\"]\n");
+    let mut grpc = server.client().await;
     let endpoint = format!("http://127.0.0.1:{}", counter.port);
     let object = sqs_trigger("sqs-imds", &endpoint, None);
     grpc.get_metric_spec(object.clone())
@@ -641,7 +581,7 @@ async fn sqs_default_credentials_never_reach_the_instance_metadata_service() {
     );
     // Without credentials nothing is signed, so nothing is sent either.
     assert_eq!(counter.accepted(), 0);
-    let log = server.log.lock().expect("log").clone();
+    let log = server.log();
     assert!(log.contains("169.254.169.254"), "{log}");
 }
 

@@ -430,27 +430,44 @@ async fn capacity_policy_reads_arrivals_from_pod_counters() {
 type Recorded = (String, String, Instant);
 
 /// A stand-in Prometheus API that records the Authorization and tenant
-/// headers it is sent and answers every instant query with one sample.
-async fn recording_prometheus() -> (
+/// headers it is sent and answers every instant query with `answer(query)`
+/// as the result vector.
+async fn stand_in_prometheus(
+    answer: fn(&str) -> serde_json::Value,
+) -> (
     std::net::SocketAddr,
     std::sync::Arc<std::sync::Mutex<Vec<Recorded>>>,
 ) {
     use axum::http::HeaderMap;
+    use std::collections::HashMap;
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let record = seen.clone();
     let app = axum::Router::new().route(
         "/api/v1/query",
-        axum::routing::get(move |headers: HeaderMap| {
-            let record = record.clone();
-            async move {
-                let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
-                record.lock().expect("lock").push((get("authorization"), get("x-scope-orgid"), Instant::now()));
-                axum::Json(serde_json::json!({
-                    "status": "success",
-                    "data": {"resultType": "vector", "result": [{"metric": {}, "value": [1.0, "3"]}]}
-                }))
-            }
-        }),
+        axum::routing::get(
+            move |headers: HeaderMap, query: axum::extract::Query<HashMap<String, String>>| {
+                let record = record.clone();
+                async move {
+                    let get = |name: &str| {
+                        headers
+                            .get(name)
+                            .and_then(|v| v.to_str().ok())
+                            .unwrap_or("")
+                            .to_owned()
+                    };
+                    record.lock().expect("lock").push((
+                        get("authorization"),
+                        get("x-scope-orgid"),
+                        Instant::now(),
+                    ));
+                    let q = query.get("query").cloned().unwrap_or_default();
+                    axum::Json(serde_json::json!({
+                        "status": "success",
+                        "data": {"resultType": "vector", "result": answer(&q)}
+                    }))
+                }
+            },
+        ),
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -460,6 +477,14 @@ async fn recording_prometheus() -> (
         let _ = axum::serve(listener, app).await;
     });
     (addr, seen)
+}
+
+/// The stand-in answering every query with one summed sample, `3`.
+async fn recording_prometheus() -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::Mutex<Vec<Recorded>>>,
+) {
+    stand_in_prometheus(|_| serde_json::json!([{"metric": {}, "value": [1.0, "3"]}])).await
 }
 
 #[tokio::test]
@@ -594,52 +619,21 @@ async fn a_rotated_prometheus_token_file_is_sent_from_the_next_query() {
     server.shutdown().await;
 }
 
-/// A stand-in Prometheus answering every query with one series of pod `p1`
-/// (`0.5` for the KV query), recording each request's `Authorization`.
+/// The stand-in answering every query with one series of pod `p1` (`0.5`
+/// for the KV query, `3` otherwise).
 async fn per_pod_prometheus() -> (
     std::net::SocketAddr,
-    std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    std::sync::Arc<std::sync::Mutex<Vec<Recorded>>>,
 ) {
-    use axum::http::HeaderMap;
-    use std::collections::HashMap;
-    let seen: std::sync::Arc<std::sync::Mutex<Vec<String>>> = std::sync::Arc::default();
-    let record = seen.clone();
-    let app = axum::Router::new().route(
-        "/api/v1/query",
-        axum::routing::get(
-            move |headers: HeaderMap, query: axum::extract::Query<HashMap<String, String>>| {
-                let record = record.clone();
-                async move {
-                    let auth = headers
-                        .get("authorization")
-                        .and_then(|v| v.to_str().ok())
-                        .unwrap_or("")
-                        .to_owned();
-                    record.lock().expect("lock").push(auth);
-                    let q = query.get("query").cloned().unwrap_or_default();
-                    let value = if q.contains("kv_cache") || q.contains("cache_usage") {
-                        "0.5"
-                    } else {
-                        "3"
-                    };
-                    axum::Json(serde_json::json!({
-                        "status": "success",
-                        "data": {"resultType": "vector", "result": [
-                            {"metric": {"namespace": "default", "pod": "p1"}, "value": [1.0, value]}
-                        ]}
-                    }))
-                }
-            },
-        ),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    (addr, seen)
+    stand_in_prometheus(|q| {
+        let value = if q.contains("kv_cache") || q.contains("cache_usage") {
+            "0.5"
+        } else {
+            "3"
+        };
+        serde_json::json!([{"metric": {"namespace": "default", "pod": "p1"}, "value": [1.0, value]}])
+    })
+    .await
 }
 
 /// The per-pod PromQL path (the default `capacity`) sends the profile's
@@ -674,7 +668,7 @@ async fn per_pod_prometheus_reads_use_the_profile_and_its_namespaces() {
     let recorded = seen.lock().expect("lock").clone();
     assert!(recorded.len() >= 3, "per-pod queries: {recorded:?}");
     assert!(
-        recorded.iter().all(|auth| auth == "Bearer tok-pod"),
+        recorded.iter().all(|(auth, _, _)| auth == "Bearer tok-pod"),
         "{recorded:?}"
     );
     let mut elsewhere = object("per-pod", &md);

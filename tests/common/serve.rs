@@ -34,7 +34,19 @@ impl Serve {
     /// At `level` (an `--log-level` filter), with `extra` arguments after
     /// `serve` (e.g. `--config FILE`).
     pub fn start_with(level: &str, extra: &[&OsStr]) -> Serve {
-        let child = Command::new(BIN)
+        Serve::start_configured(level, extra, |_| {})
+    }
+
+    /// Like [`Serve::start_with`], with `configure` applied to the command
+    /// before it runs (its environment, say).
+    pub fn start_configured(
+        level: &str,
+        extra: &[&OsStr],
+        configure: impl FnOnce(&mut Command),
+    ) -> Serve {
+        let mut command = Command::new(BIN);
+        configure(&mut command);
+        let child = command
             .args(["--log-format", "json", "--log-level", level, "serve"])
             .args(["--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"])
             .args(extra)

@@ -192,6 +192,28 @@ impl TriggerSeries {
         }
         Ok(())
     }
+
+    /// Write a family of at most one series per trigger, without labels
+    /// of its own: `value` says whether the record has it, and what.
+    fn single(
+        &self,
+        encoder: &mut DescriptorEncoder,
+        name: &str,
+        help: &str,
+        value: impl Fn(&Record) -> Option<Sample>,
+    ) -> Result<(), std::fmt::Error> {
+        self.family(encoder, name, help, |l, r, s| match value(r) {
+            Some(Sample::Float(v)) => s.float(l, &[], v),
+            Some(Sample::Int(v)) => s.int(l, &[], v),
+            None => Ok(()),
+        })
+    }
+}
+
+/// One series' value.
+enum Sample {
+    Float(f64),
+    Int(i64),
 }
 
 /// Writes one family's series.
@@ -251,14 +273,11 @@ fn flag(value: bool) -> i64 {
 impl Collector for TriggerSeries {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let e = &mut encoder;
-        self.family(
+        self.single(
             e,
             "backlog",
             "Fused backlog-equivalent value B per trigger",
-            |l, r, s| match &r.values {
-                Some(v) => s.float(l, &[], v.backlog),
-                None => Ok(()),
-            },
+            |r| r.values.as_ref().map(|v| Sample::Float(v.backlog)),
         )?;
         self.family(
             e,
@@ -286,59 +305,38 @@ impl Collector for TriggerSeries {
                 Ok(())
             },
         )?;
-        self.family(
+        self.single(
             e,
             "desired_replicas",
             "ceil(B / targetBacklogPerReplica)",
-            |l, r, s| match &r.values {
-                Some(v) => s.int(l, &[], v.desired_replicas),
-                None => Ok(()),
-            },
+            |r| r.values.as_ref().map(|v| Sample::Int(v.desired_replicas)),
         )?;
-        self.family(
+        self.single(
             e,
             "shadow_desired_replicas",
             "ceil(B / targetBacklogPerReplica) a mode: shadow trigger would ask for (it answers 0)",
-            |l, r, s| match r.shadow_desired_replicas {
-                Some(desired) => s.int(l, &[], desired),
-                None => Ok(()),
-            },
+            |r| r.shadow_desired_replicas.map(Sample::Int),
         )?;
-        self.family(
-            e,
-            "active",
-            "1 when B > activationBacklog",
-            |l, r, s| match &r.values {
-                Some(v) => s.int(l, &[], flag(v.active)),
-                None => Ok(()),
-            },
-        )?;
-        self.family(
+        self.single(e, "active", "1 when B > activationBacklog", |r| {
+            r.values.as_ref().map(|v| Sample::Int(flag(v.active)))
+        })?;
+        self.single(
             e,
             "replicas_reporting",
             "Engine pods in the trigger's last reading",
-            |l, r, s| match &r.values {
-                Some(v) => s.int(l, &[], v.replicas_reporting),
-                None => Ok(()),
-            },
+            |r| r.values.as_ref().map(|v| Sample::Int(v.replicas_reporting)),
         )?;
-        self.family(
+        self.single(
             e,
             "trigger_available",
             "1 when the trigger answers a value, 0 while it answers UNAVAILABLE (in shadow mode: would answer)",
-            |l, r, s| match r.available {
-                Some(available) => s.int(l, &[], flag(available)),
-                None => Ok(()),
-            },
+            |r| r.available.map(|available| Sample::Int(flag(available))),
         )?;
-        self.family(
+        self.single(
             e,
             "trigger_degraded",
             "1 while a failing source's last good reading is being held, or a dns+ name answers no addresses among answering targets",
-            |l, r, s| match r.available {
-                Some(_) => s.int(l, &[], flag(r.degraded)),
-                None => Ok(()),
-            },
+            |r| r.available.map(|_| Sample::Int(flag(r.degraded))),
         )?;
         self.family(
             e,
@@ -370,14 +368,11 @@ impl Collector for TriggerSeries {
                 s.float(l, &[("kind", "peak")], c.peak_rate)
             },
         )?;
-        self.family(
+        self.single(
             e,
             "capacity_backlog_floor",
             "capacity policy: 1 while the demand is floored at the backlog formula (mu not confident yet, a pod's counter missing, or warming up)",
-            |l, r, s| match capacity(r) {
-                Some(c) => s.int(l, &[], flag(c.backlog_floor)),
-                None => Ok(()),
-            },
+            |r| capacity(r).map(|c| Sample::Int(flag(c.backlog_floor))),
         )?;
         Ok(())
     }
