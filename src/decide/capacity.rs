@@ -224,6 +224,10 @@ impl CapacityState {
             pods.iter().map(|p| (p.pod.clone(), p.clone())).collect();
         let mut incomplete = pods.iter().any(|p| p.finished_total.is_none());
         let mut arrival_rate = 0.0;
+        // μ as the learners stand after this reading: computed once, as
+        // every use below (the idle floor, the burst test, the estimate)
+        // must see the same value.
+        let drain;
         match self.previous.take() {
             Some((t0, before)) if t > t0 => {
                 let dt = t - t0;
@@ -288,11 +292,12 @@ impl CapacityState {
                     self.tokens
                         .retain_pods(&|pod: &str| current.contains_key(pod));
                 }
+                drain = self.drain(params, running_per_replica);
                 // A pod without its counter hides its arrivals: hold λ̂
                 // rather than read the gap as less demand.
                 if !incomplete {
                     arrival_rate = arrivals.max(0.0) / dt;
-                    let mu = self.drain(params, running_per_replica).mu.unwrap_or(1.0);
+                    let mu = drain.mu.unwrap_or(1.0);
                     let alpha = 1.0 - (-dt / params.arrival_smoothing_seconds.max(1e-9)).exp();
                     let smoothed = self.smoothed.unwrap_or(arrival_rate);
                     let mut next = smoothed + alpha * (arrival_rate - smoothed);
@@ -308,7 +313,8 @@ impl CapacityState {
             Some((t0, before)) => {
                 // Same or older timestamp (a re-evaluation): nothing new.
                 self.previous = Some((t0, before));
-                return self.estimate(params, t, pods, running_per_replica);
+                let drain = self.drain(params, running_per_replica);
+                return self.estimate(params, t, pods, &drain);
             }
             None => {
                 if params.learn_drain_rate {
@@ -324,7 +330,8 @@ impl CapacityState {
                     }
                     self.learner.set_batch_cap(running_per_replica);
                 }
-                let mu = self.drain(params, running_per_replica).mu;
+                drain = self.drain(params, running_per_replica);
+                let mu = drain.mu;
                 // Without a seed, λ̂ starts at the first measured rate
                 // rather than at 0: an EWMA from 0 is still 37 % low after
                 // one time constant, long after the warm-up floor ends.
@@ -347,13 +354,13 @@ impl CapacityState {
         self.peaks.push_back((t, smoothed));
         // Before a rate is measured λ̂ reads 0: the first rate is no burst.
         if self.smoothed.is_some() {
-            self.note_burst(params, t, smoothed, running_per_replica);
+            self.note_burst(t, smoothed, drain.mu);
         }
         let hold = self.peak_hold(params, t);
         while self.peaks.front().is_some_and(|(at, _)| *at < t - hold) {
             self.peaks.pop_front();
         }
-        self.estimate(params, t, pods, running_per_replica)
+        self.estimate(params, t, pods, &drain)
     }
 
     /// Seconds of warm-up left at `t`, or `None` once the rate estimate is
@@ -373,13 +380,7 @@ impl CapacityState {
     /// [`BURST_MIN_PODS`] pods' `μ` and [`BURST_MIN_FRACTION`] of the lowest
     /// `λ̂` of the last [`BURST_RISE_SECONDS`]. Without a `μ` nothing is a
     /// burst (the backlog floor decides then anyway).
-    fn note_burst(
-        &mut self,
-        params: &CapacityParams,
-        t: f64,
-        smoothed: f64,
-        running_per_replica: Option<f64>,
-    ) {
+    fn note_burst(&mut self, t: f64, smoothed: f64, drain_rate: Option<f64>) {
         while self
             .recent
             .front()
@@ -388,7 +389,7 @@ impl CapacityState {
             self.recent.pop_front();
         }
         self.recent.push_back((t, smoothed));
-        let Some(mu) = self.drain(params, running_per_replica).mu else {
+        let Some(mu) = drain_rate else {
             return;
         };
         let low = self
@@ -475,9 +476,8 @@ impl CapacityState {
         params: &CapacityParams,
         t: f64,
         pods: &[PodCounters],
-        running_per_replica: Option<f64>,
+        drain: &Drain,
     ) -> CapacityEstimate {
-        let drain = self.drain(params, running_per_replica);
         let smoothed = self.smoothed.unwrap_or(0.0);
         let peak = self
             .peaks

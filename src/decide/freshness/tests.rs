@@ -7,7 +7,7 @@ use super::*;
 use crate::decide::signal_state::Timed;
 use crate::source::engine::Buckets;
 use crate::source::prometheus::SeriesValue;
-use crate::source::{Engine, FailureKind, PodReading, SourceError};
+use crate::source::{Engine, FailureKind, PodReading, QueryReading, SourceError};
 
 fn spec(md: &[(&str, &str)]) -> TriggerSpec {
     TriggerSpec::from_metadata(md.iter().copied()).expect("valid")
