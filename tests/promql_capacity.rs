@@ -1,8 +1,10 @@
 //! `policy: capacity` on the PromQL path against a REAL Prometheus: the same
 //! fake vLLM pods read directly by one trigger and through Prometheus
 //! (per-pod queries, the `pod` label from the scrape config) by another
-//! agree on λ̂, μ and D; and a finished counter that disappears from
-//! Prometheus never lowers B (docs/decisions/0024).
+//! agree on λ̂, μ and D and read the same token totals per pod (μ in
+//! tokens, decision 0027); a token query that fails costs only the tokens;
+//! and a finished counter that disappears from Prometheus never lowers B
+//! (docs/decisions/0024).
 
 mod common;
 
@@ -39,6 +41,26 @@ fn estimate(t: &serde_json::Value) -> (f64, f64, f64, f64) {
         get(&c["drainRate"]),
         get(&t["value"]),
     )
+}
+
+/// Per pod of a trigger's engine reading in `/explain`: (target, finished,
+/// generated tokens, prompt tokens).
+fn pod_totals(t: &serde_json::Value) -> Vec<(String, f64, Option<f64>, Option<f64>)> {
+    let source = t["sources"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["reading"]["kind"] == "engine"))
+        .unwrap_or_else(|| panic!("an engine reading: {t:#}"));
+    let pods = source["reading"]["pods"].as_array().expect("pods");
+    pods.iter()
+        .map(|p| {
+            (
+                p["target"].as_str().expect("target").to_owned(),
+                p["finishedTotal"].as_f64().expect("finished"),
+                p["generationTokensTotal"].as_f64(),
+                p["promptTokensTotal"].as_f64(),
+            )
+        })
+        .collect()
 }
 
 /// 2 requests per pod every 100 ms (20 req/s a pod), finished with vLLM's
@@ -108,6 +130,10 @@ async fn promql_capacity_agrees_with_direct_scrapes_and_a_lost_counter_never_low
     promql_md.extend(common);
     let direct = object("direct", &direct_md);
     let promql = object("promql", &promql_md);
+    // A token query Prometheus refuses (a parse error, HTTP 400).
+    let mut broken_md = promql_md.clone();
+    broken_md.push(("podGenerationTokensQuery", "sum by (namespace, pod) (("));
+    let broken = object("broken", &broken_md);
 
     // 25 s of steady load: 40 req/s over the two pods.
     let mut readings: Vec<(f64, f64)> = Vec::new();
@@ -119,6 +145,7 @@ async fn promql_capacity_agrees_with_direct_scrapes_and_a_lost_counter_never_low
             last_poll = Instant::now();
             let _ = client.get_metrics(metrics_request(&direct, "")).await;
             let _ = client.get_metrics(metrics_request(&promql, "")).await;
+            let _ = client.get_metrics(metrics_request(&broken, "")).await;
             let t = explain(&server, "promql").await;
             if t["components"]["capacity"].is_object() {
                 readings.push((estimate(&t).0, estimate(&t).3));
@@ -164,6 +191,52 @@ async fn promql_capacity_agrees_with_direct_scrapes_and_a_lost_counter_never_low
     );
     // And D is the rate's, far above the backlog formula W + T·R/C = 3 + 10·16/32 = 8.
     assert!(p_value > 50.0, "{p:#}");
+
+    // Token totals per pod: each request adds 100 prompt and 50 generated
+    // tokens with its finished count, and Prometheus scrapes a pod's page
+    // at once, so on both paths G = 50·F and P = 100·F exactly; across the
+    // paths the totals differ by the scrape lag and the moments of the two
+    // polls (≤ 4 s of one pod's 20 req/s).
+    let direct_pods = pod_totals(&d);
+    let promql_pods = pod_totals(&p);
+    assert_eq!(promql_pods.len(), 2, "{p:#}");
+    for (i, pod) in pods.iter().enumerate() {
+        let by_target = |all: &[(String, f64, Option<f64>, Option<f64>)], target: &str| {
+            all.iter()
+                .find(|(t, ..)| t == target)
+                .cloned()
+                .unwrap_or_else(|| panic!("{target} in {all:?}"))
+        };
+        let (_, d_f, d_g, d_p) = by_target(&direct_pods, &pod.metrics_url());
+        let (_, p_f, p_g, p_p) = by_target(&promql_pods, &format!("default/pod-{i}"));
+        eprintln!(
+            "pod {i}: direct F {d_f} G {d_g:?} P {d_p:?}; PromQL F {p_f} G {p_g:?} P {p_p:?}"
+        );
+        assert!(p_f > 100.0, "pod {i} finished {p_f}");
+        for (path, f, g, p) in [("direct", d_f, d_g, d_p), ("PromQL", p_f, p_g, p_p)] {
+            assert_eq!(g, Some(50.0 * f), "{path} pod {i} generated tokens");
+            assert_eq!(p, Some(100.0 * f), "{path} pod {i} prompt tokens");
+        }
+        assert!(
+            (d_f - p_f).abs() <= 80.0,
+            "pod {i}: F direct {d_f} vs PromQL {p_f}"
+        );
+    }
+    // The refused token query: that trigger reads every pod, without
+    // generated tokens (μ stays in requests), and decides as the other.
+    let b = explain(&server, "broken").await;
+    let broken_pods = pod_totals(&b);
+    assert_eq!(broken_pods.len(), 2, "{b:#}");
+    for (target, f, g, p) in &broken_pods {
+        assert_eq!(*g, None, "{target}: {b:#}");
+        assert_eq!(*p, Some(100.0 * f), "{target}: prompt tokens still read");
+    }
+    let (_, _, _, b_value) = estimate(&b);
+    assert!(
+        close(b_value, p_value, 0.25),
+        "D with a refused token query {b_value} vs {p_value}\n{b:#}"
+    );
+    assert_eq!(b["components"]["capacity"]["backlogFloor"], false, "{b:#}");
 
     // Pod 1's counter disappears from its exposition, so from Prometheus
     // (a staleness marker at the next scrape): λ̂ is held, B never falls.

@@ -98,11 +98,13 @@ pub const SUMMED_QUERIES: [(&str, &str); 5] = [
 ];
 
 /// The per-pod PromQL keys of `policy: capacity`.
-pub const POD_QUERY_KEYS: [&str; 5] = [
+pub const POD_QUERY_KEYS: [&str; 7] = [
     keys::POD_LABEL,
     keys::POD_WAITING_QUERY,
     keys::POD_RUNNING_QUERY,
     keys::POD_FINISHED_QUERY,
+    keys::POD_GENERATION_TOKENS_QUERY,
+    keys::POD_PROMPT_TOKENS_QUERY,
     keys::POD_KV_CACHE_QUERY,
 ];
 
@@ -337,6 +339,16 @@ fn pod_queries(
         Some(defaults.pod_finished(&pod_label)),
         errors,
     );
+    let generation_tokens = text(
+        keys::POD_GENERATION_TOKENS_QUERY,
+        defaults.pod_generation_tokens(&pod_label),
+        errors,
+    );
+    let prompt_tokens = text(
+        keys::POD_PROMPT_TOKENS_QUERY,
+        defaults.pod_prompt_tokens(&pod_label),
+        errors,
+    );
     let kv_cache = text(
         keys::POD_KV_CACHE_QUERY,
         defaults.pod_kv_cache(&pod_label),
@@ -385,6 +397,8 @@ fn pod_queries(
         waiting: waiting?,
         running,
         finished: finished?,
+        generation_tokens,
+        prompt_tokens,
         kv_cache,
         ttft,
     };

@@ -80,6 +80,16 @@ pub const POD_RUNNING_QUERY: &str = "podRunningQuery";
 /// finished counters). A pod missing here keeps λ̂ where it was and floors
 /// `B` at the backlog formula (UNAVAILABLE with `learnDrainRate: false`).
 pub const POD_FINISHED_QUERY: &str = "podFinishedQuery";
+/// `capacity` on the PromQL path: generated tokens per pod, the raw counter
+/// as `podFinishedQuery`. Default `sum by (namespace, pod)
+/// (vllm:generation_tokens_total{…})` (SGLang's `sglang:…`; none for Triton
+/// and TGI). With `podPromptTokensQuery`, μ is learned in tokens (decision
+/// 0027); a pod missing here, or the query failing, keeps μ in requests.
+pub const POD_GENERATION_TOKENS_QUERY: &str = "podGenerationTokensQuery";
+/// `capacity` on the PromQL path: prompt tokens per pod, as
+/// `podGenerationTokensQuery`. Default `sum by (namespace, pod)
+/// (vllm:prompt_tokens_total{…})` (SGLang's `sglang:…`).
+pub const POD_PROMPT_TOKENS_QUERY: &str = "podPromptTokensQuery";
 /// `capacity` on the PromQL path: KV-cache usage 0–1 per pod (bounds the
 /// full batch the learned μ is extrapolated to). Default
 /// `avg by (namespace, pod) (<kv gauge>{…})`.
@@ -385,6 +395,8 @@ pub const PROMETHEUS: &[&str] = &[
     POD_WAITING_QUERY,
     POD_RUNNING_QUERY,
     POD_FINISHED_QUERY,
+    POD_GENERATION_TOKENS_QUERY,
+    POD_PROMPT_TOKENS_QUERY,
     POD_KV_CACHE_QUERY,
     AUTH_PROFILE,
 ];
@@ -500,6 +512,8 @@ pub const ALL: &[&str] = &[
     POD_WAITING_QUERY,
     POD_RUNNING_QUERY,
     POD_FINISHED_QUERY,
+    POD_GENERATION_TOKENS_QUERY,
+    POD_PROMPT_TOKENS_QUERY,
     POD_KV_CACHE_QUERY,
     AUTH_PROFILE,
     TARGET_BACKLOG_PER_REPLICA,

@@ -111,7 +111,28 @@ impl DefaultQueries {
     /// the capacity policy takes its own deltas per pod, with its restart
     /// handling), summed over their series as the scrape path sums them.
     pub fn pod_finished(&self, pod_label: &str) -> String {
-        let names = self.engine.metrics().finished;
+        self.pod_counter(self.engine.metrics().finished, pod_label)
+    }
+
+    /// Per pod: the generated-tokens counters' raw values, as
+    /// [`pod_finished`](Self::pod_finished) reads the finished ones; `None`
+    /// for an engine without them (Triton, TGI: μ stays in requests).
+    pub fn pod_generation_tokens(&self, pod_label: &str) -> Option<String> {
+        let names = self.engine.metrics().generation_tokens;
+        (!names.is_empty()).then(|| self.pod_counter(names, pod_label))
+    }
+
+    /// Per pod: the prompt-tokens counters' raw values, as
+    /// [`pod_generation_tokens`](Self::pod_generation_tokens).
+    pub fn pod_prompt_tokens(&self, pod_label: &str) -> Option<String> {
+        let names = self.engine.metrics().prompt_tokens;
+        (!names.is_empty()).then(|| self.pod_counter(names, pod_label))
+    }
+
+    /// `sum by (namespace, POD)` of counters' raw values: one name
+    /// directly, several by a `__name__` regex (so a pod with either name
+    /// is summed over what it has).
+    fn pod_counter(&self, names: &[&str], pod_label: &str) -> String {
         let agg = pod_sum(pod_label, "");
         match names {
             [one] => format!("{agg}({})", self.sel(one, "")),

@@ -21,6 +21,11 @@ pub struct PodQueries {
     pub running: Option<String>,
     /// Finished requests per pod, raw counter values (`podFinishedQuery`).
     pub finished: String,
+    /// Generated tokens per pod, raw counter values
+    /// (`podGenerationTokensQuery`), if the engine has the counter.
+    pub generation_tokens: Option<String>,
+    /// Prompt tokens per pod, raw counter values (`podPromptTokensQuery`).
+    pub prompt_tokens: Option<String>,
     /// KV usage per pod (`podKvCacheQuery`), if the engine has it.
     pub kv_cache: Option<String>,
     /// TTFT buckets per pod and `le`, when the latency guard is on.

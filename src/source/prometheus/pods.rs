@@ -1,5 +1,5 @@
 //! The `capacity` policy's PromQL path: per-pod instant vectors (waiting,
-//! running, the finished counters' raw values, KV usage, TTFT buckets),
+//! running, the finished and token counters' raw values, KV usage, TTFT buckets),
 //! keyed by a pod label, read into the same [`EngineReading`] a direct
 //! scrape gives, so the decision (quorum, the capacity estimator, the TTFT
 //! window) runs unchanged on it (docs/decisions/0024).
@@ -13,6 +13,11 @@
 //! exporting at the next scrape (a staleness marker) or after its lookback
 //! (5 minutes by default), so a lost pod disappears from the answer rather
 //! than reading as zero.
+//!
+//! The token counters are optional: a pod without them, a token query
+//! that fails or answers nothing, or one whose series lack the pod label,
+//! reads `None` for tokens, so μ stays in requests (decision 0027); they
+//! never fail the reading nor make a failed pod.
 
 use std::collections::BTreeMap;
 
@@ -32,6 +37,10 @@ pub struct PodAnswers {
     pub running: Option<Vec<Sample>>,
     /// The finished query's.
     pub finished: Vec<Sample>,
+    /// The generated-tokens query's, if asked and it answered.
+    pub generation_tokens: Option<Vec<Sample>>,
+    /// The prompt-tokens query's, if asked and it answered.
+    pub prompt_tokens: Option<Vec<Sample>>,
     /// The KV query's, if asked.
     pub kv_cache: Option<Vec<Sample>>,
     /// The TTFT buckets query's, if asked.
@@ -56,8 +65,13 @@ impl PodQueries {
     }
 
     /// Run every query once (concurrently) and read the answers per pod.
-    /// Any query failing fails the reading: a partial answer would mix
-    /// pods read at different moments with pods not read at all.
+    /// Any query failing fails the reading (a partial answer would mix
+    /// pods read at different moments with pods not read at all), apart
+    /// from the token queries: their failure only costs the token unit,
+    /// as a pod's bad token counter does on the scrape path, so it reads
+    /// as no token series rather than failing the poll (which would hold
+    /// or drop every pod and could floor `B` for want of an optional
+    /// signal).
     pub async fn read_pods(
         &self,
         engine: Engine,
@@ -74,17 +88,27 @@ impl PodQueries {
         };
         let waiting = self.query(&self.waiting);
         let finished = self.query(&self.finished);
-        let (waiting, running, finished, kv_cache, ttft) = tokio::join!(
+        let (waiting, running, finished, generation_tokens, prompt_tokens, kv_cache, ttft) = tokio::join!(
             waiting.read_samples(ctx),
             optional(&self.running),
             finished.read_samples(ctx),
+            optional(&self.generation_tokens),
+            optional(&self.prompt_tokens),
             optional(&self.kv_cache),
             optional(&self.ttft),
         );
+        let tokens = |answer: Result<Option<Vec<Sample>>, SourceError>, key: &str| {
+            answer.unwrap_or_else(|e| {
+                tracing::debug!(source = %self.label(), "{key} failed, μ stays in requests: {e}");
+                None
+            })
+        };
         let answers = PodAnswers {
             waiting: waiting?,
             running: running?,
             finished: finished?,
+            generation_tokens: tokens(generation_tokens, "podGenerationTokensQuery"),
+            prompt_tokens: tokens(prompt_tokens, "podPromptTokensQuery"),
             kv_cache: kv_cache?,
             ttft: ttft?,
         };
@@ -128,6 +152,13 @@ impl PodQueries {
             _ => None,
         };
         let finished = per_pod(&answers.finished, &self.finished)?;
+        // Not in `names`: a pod only the token queries name is no pod.
+        let tokens = |samples: &Option<Vec<Sample>>, q: &Option<String>| match (samples, q) {
+            (Some(samples), Some(q)) => per_pod(samples, q).ok(),
+            _ => None,
+        };
+        let generated = tokens(&answers.generation_tokens, &self.generation_tokens);
+        let prompt = tokens(&answers.prompt_tokens, &self.prompt_tokens);
         let kv = match (&answers.kv_cache, &self.kv_cache) {
             (Some(samples), Some(q)) => Some(per_pod(samples, q)?),
             _ => None,
@@ -195,6 +226,12 @@ impl PodQueries {
                 .and_then(|kv| kv.get(name))
                 .and_then(|v| mean(v));
             let finished_total = finished.get(name).and_then(|f| count(f));
+            let token_total = |by_pod: &Option<BTreeMap<String, Vec<f64>>>| {
+                by_pod
+                    .as_ref()
+                    .and_then(|t| t.get(name))
+                    .and_then(|t| count(t))
+            };
             let ttft = ttft.remove(name.as_str()).and_then(buckets);
             pods.push(PodReading {
                 target: name.clone(),
@@ -212,8 +249,8 @@ impl PodQueries {
                 },
                 ttft,
                 finished_total,
-                generation_tokens_total: None,
-                prompt_tokens_total: None,
+                generation_tokens_total: token_total(&generated),
+                prompt_tokens_total: token_total(&prompt),
             });
         }
         if pods.is_empty() {

@@ -104,3 +104,39 @@ fn default_queries_use_engine_names_and_filters() {
     }
     assert_eq!(gpu.matches(" or ").count(), 8, "3 label forms × 3 fields");
 }
+
+#[test]
+fn default_token_queries_are_raw_counters_per_pod_where_the_engine_has_them() {
+    let v = DefaultQueries::new(Engine::Vllm, Some("m"), Some("ns"));
+    assert_eq!(
+        v.pod_generation_tokens("pod").as_deref(),
+        Some(
+            r#"sum by (namespace, pod) (vllm:generation_tokens_total{model_name="m",namespace="ns"})"#
+        )
+    );
+    assert_eq!(
+        v.pod_prompt_tokens("pod").as_deref(),
+        Some(
+            r#"sum by (namespace, pod) (vllm:prompt_tokens_total{model_name="m",namespace="ns"})"#
+        )
+    );
+    // Built as the finished counter's default is.
+    assert_eq!(
+        v.pod_finished("pod"),
+        r#"sum by (namespace, pod) (vllm:request_success_total{model_name="m",namespace="ns"})"#
+    );
+    let s = DefaultQueries::new(Engine::Sglang, None, None);
+    assert_eq!(
+        s.pod_generation_tokens("kubernetes_pod_name").as_deref(),
+        Some("sum by (namespace, kubernetes_pod_name) (sglang:generation_tokens_total{})")
+    );
+    assert_eq!(
+        s.pod_prompt_tokens("kubernetes_pod_name").as_deref(),
+        Some("sum by (namespace, kubernetes_pod_name) (sglang:prompt_tokens_total{})")
+    );
+    for engine in [Engine::Triton, Engine::Tgi] {
+        let q = DefaultQueries::new(engine, None, None);
+        assert_eq!(q.pod_generation_tokens("pod"), None, "{engine}");
+        assert_eq!(q.pod_prompt_tokens("pod"), None, "{engine}");
+    }
+}

@@ -56,6 +56,15 @@ fn capacity_is_the_default_and_reads_per_pod_vectors() {
         q.finished,
         format!("sum by (namespace, pod) (vllm:request_success_total{{{sel}}})")
     );
+    // Tokens: the same raw counters per pod, so μ is learned in tokens.
+    assert_eq!(
+        q.generation_tokens.as_deref(),
+        Some(format!("sum by (namespace, pod) (vllm:generation_tokens_total{{{sel}}})").as_str())
+    );
+    assert_eq!(
+        q.prompt_tokens.as_deref(),
+        Some(format!("sum by (namespace, pod) (vllm:prompt_tokens_total{{{sel}}})").as_str())
+    );
     assert_eq!(
         q.kv_cache.as_deref(),
         Some(
@@ -127,8 +136,18 @@ fn other_engines_use_their_own_names_per_pod() {
         s.waiting,
         r#"sum by (namespace, kubernetes_pod_name) (max without (pp_rank, tp_rank, moe_ep_rank, pid) (sglang:num_queue_reqs{priority=""})) or sum by (namespace, kubernetes_pod_name) (max without (pp_rank, tp_rank, moe_ep_rank, pid) (sglang:num_queue_reqs{priority!=""}))"#
     );
+    assert_eq!(
+        s.generation_tokens.as_deref(),
+        Some("sum by (namespace, kubernetes_pod_name) (sglang:generation_tokens_total{})")
+    );
     let tgi = parse(&[PROM, T, ("engine", "tgi")]).expect("valid");
     assert_eq!(pod_queries(&tgi).kv_cache, None);
+    // No token counters: no token query (μ stays in requests).
+    for engine in ["tgi", "triton"] {
+        let spec = parse(&[PROM, T, ("engine", engine)]).expect("valid");
+        let q = pod_queries(&spec);
+        assert_eq!((&q.generation_tokens, &q.prompt_tokens), (&None, &None));
+    }
 }
 
 #[test]
@@ -141,6 +160,11 @@ fn per_pod_queries_can_be_overridden() {
         ("podWaitingQuery", "sum by (pod_name) (my_waiting)"),
         ("podRunningQuery", "sum by (pod_name) (my_running)"),
         ("podFinishedQuery", "sum by (pod_name) (my_done_total)"),
+        (
+            "podGenerationTokensQuery",
+            "sum by (pod_name) (my_out_total)",
+        ),
+        ("podPromptTokensQuery", "sum by (pod_name) (my_in_total)"),
         ("podKvCacheQuery", "avg by (pod_name) (my_kv)"),
     ])
     .expect("valid");
@@ -150,6 +174,28 @@ fn per_pod_queries_can_be_overridden() {
     assert_eq!(q.running.as_deref(), Some("sum by (pod_name) (my_running)"));
     assert_eq!(q.finished, "sum by (pod_name) (my_done_total)");
     assert_eq!(q.kv_cache.as_deref(), Some("avg by (pod_name) (my_kv)"));
+    let tokens = (q.generation_tokens.as_deref(), q.prompt_tokens.as_deref());
+    assert_eq!(
+        tokens,
+        (
+            Some("sum by (pod_name) (my_out_total)"),
+            Some("sum by (pod_name) (my_in_total)")
+        )
+    );
+    // An engine without token counters can be given queries for them.
+    let tgi = parse(&[
+        PROM,
+        T,
+        ("engine", "tgi"),
+        ("podGenerationTokensQuery", "sum by (pod) (out_total)"),
+    ])
+    .expect("valid");
+    let q = pod_queries(&tgi);
+    assert_eq!(
+        q.generation_tokens.as_deref(),
+        Some("sum by (pod) (out_total)")
+    );
+    assert_eq!(q.prompt_tokens, None);
 }
 
 #[test]
@@ -183,6 +229,32 @@ fn what_cannot_work_is_refused_naming_key_value_and_what_is_allowed() {
         (
             &[("vllmTargets", "http://a:1"), T, ("podFinishedQuery", "x")],
             &["podFinishedQuery", "needs `prometheusAddress`"],
+        ),
+        (
+            &[
+                ("vllmTargets", "http://a:1"),
+                T,
+                ("podGenerationTokensQuery", "x"),
+                ("podPromptTokensQuery", "y"),
+            ],
+            &[
+                "podGenerationTokensQuery",
+                "podPromptTokensQuery",
+                "needs `prometheusAddress`",
+            ],
+        ),
+        (
+            &[
+                PROM,
+                T,
+                ("policy", "backlog"),
+                ("podPromptTokensQuery", "y"),
+            ],
+            &["podPromptTokensQuery", "only applies to `policy: capacity`"],
+        ),
+        (
+            &[PROM, T, ("podGenerationTokensQuery", " ")],
+            &["podGenerationTokensQuery", "one series per pod"],
         ),
         // Bad values.
         (

@@ -11,6 +11,8 @@ fn queries() -> PodQueries {
         waiting: "W".into(),
         running: Some("R".into()),
         finished: "F".into(),
+        generation_tokens: Some("G".into()),
+        prompt_tokens: Some("P".into()),
         kv_cache: Some("KV".into()),
         ttft: Some("TTFT".into()),
     }
@@ -41,6 +43,8 @@ fn answers(
         waiting: all(w),
         running: Some(all(r)),
         finished: all(f),
+        generation_tokens: Some(Vec::new()),
+        prompt_tokens: Some(Vec::new()),
         kv_cache: Some(all(kv)),
         ttft: Some(Vec::new()),
     }
@@ -242,4 +246,56 @@ fn ttft_buckets_per_pod_are_sorted_scaled_and_checked() {
     let read = queries().reading(Engine::Triton, &t).expect("valid");
     let b = read.reading.pods[0].ttft.as_ref().expect("buckets");
     assert!((b.bounds[0] - 0.1).abs() < 1e-12, "{b:?}");
+}
+
+#[test]
+fn token_counters_are_read_per_pod_and_never_fail_a_pod() {
+    let tokens = |pods: &[(&str, f64)]| Some(pods.iter().map(|(p, v)| s(p, *v)).collect());
+    let both = &[("a", 1.0), ("b", 2.0)];
+    let mut a = answers(both, both, both, &[]);
+    // b's prompt counter is missing, c only in the token answers, and b's
+    // second generated series is not a count.
+    a.generation_tokens = tokens(&[("a", 500.0), ("b", 70.0), ("b", -1.0), ("c", 9.0)]);
+    a.prompt_tokens = tokens(&[("a", 1000.0), ("a", 24.0), ("c", 9.0)]);
+    let read = queries().reading(Engine::Vllm, &a).expect("valid");
+    let got: Vec<_> = read
+        .reading
+        .pods
+        .iter()
+        .map(|p| {
+            let t = (p.generation_tokens_total, p.prompt_tokens_total);
+            (p.target.as_str(), t, p.finished_total)
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("ns/a", (Some(500.0), Some(1024.0)), Some(1.0)),
+            ("ns/b", (None, None), Some(2.0)),
+        ]
+    );
+    assert!(read.failed.is_empty(), "{:?}", read.failed);
+    // No token answer (the query failed, or the engine has none), or one
+    // that summed the pod label away: tokens None, the rest read.
+    for (name, broken) in [
+        ("no answers", None),
+        (
+            "no pod label",
+            Some(vec![Sample {
+                metric: BTreeMap::new(),
+                value: 4.0,
+            }]),
+        ),
+    ] {
+        let mut a = answers(both, both, both, &[]);
+        a.generation_tokens = broken.clone();
+        a.prompt_tokens = broken;
+        let read = queries().reading(Engine::Vllm, &a).expect(name);
+        assert_eq!(read.reading.pods.len(), 2, "{name}");
+        for p in &read.reading.pods {
+            assert_eq!(p.generation_tokens_total, None, "{name}");
+            assert_eq!(p.prompt_tokens_total, None, "{name}");
+            assert!(p.finished_total.is_some(), "{name}");
+        }
+    }
 }
