@@ -20,7 +20,7 @@
 //! | `backlog_scaler_malformed_lines_total` | counter | source | upstream lines skipped as unparseable |
 //! | `backlog_scaler_grpc_requests_total` | counter | method, code | gRPC calls by method and status code |
 //! | `backlog_scaler_grpc_request_duration_seconds` | histogram | method | time to answer a KEDA call (StreamIsActive: to open the stream), see [`grpc`] |
-//! | `backlog_scaler_capacity_drain_rate` | gauge | namespace, name, metric, source | `capacity` policy: `μ` in use, requests/s per replica, `source` how it was obtained |
+//! | `backlog_scaler_capacity_drain_rate` | gauge | namespace, name, metric, source, unit | `capacity` policy: `μ` in use, requests/s per replica, `source` how it was obtained, `unit` what it was learned in (`requests`, `tokens`) |
 //! | `backlog_scaler_capacity_arrival_rate` | gauge | namespace, name, metric, kind | `capacity` policy: `λ̂` (`kind="smoothed"`) and `λ_peak` (`kind="peak"`), requests/s |
 //! | `backlog_scaler_capacity_backlog_floor` | gauge | namespace, name, metric | `capacity` policy: 1 while the demand is floored at the backlog formula |
 //!
@@ -146,6 +146,12 @@ impl Telemetry {
     /// (documented in the README's self-metrics table).
     pub fn drain_rate_source_names() -> &'static [&'static str] {
         capacity::source_names()
+    }
+
+    /// Every value of the `unit` label of `backlog_scaler_capacity_drain_rate`:
+    /// the unit `μ` was learned in (`μ` is requests/s in both).
+    pub fn drain_rate_unit_names() -> &'static [&'static str] {
+        capacity::unit_names()
     }
 
     /// Every value of the `kind` label of `backlog_scaler_capacity_arrival_rate`.

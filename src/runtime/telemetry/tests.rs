@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use super::{Telemetry, TriggerLabels};
-use crate::decide::capacity::CapacityEstimate;
 use crate::decide::capacity::learn::DrainRateSource;
+use crate::decide::capacity::{CapacityEstimate, DrainRateUnit};
 use crate::decide::fusion::{Decision, FusionParams, Signals, fuse};
 use crate::trigger::params::{CapacityParams, Policy};
 
@@ -26,7 +26,7 @@ fn estimate(source: DrainRateSource, mu: f64, floor: bool) -> CapacityEstimate {
         drain_rate: mu,
         drain_rate_learned: !matches!(source, DrainRateSource::Configured | DrainRateSource::Prior),
         drain_rate_source: source,
-        drain_rate_unit: crate::decide::capacity::DrainRateUnit::Requests,
+        drain_rate_unit: DrainRateUnit::Requests,
         drain_rate_relative_error: None,
         drain_rate_samples: 0.0,
         drain_rate_age_seconds: None,
@@ -81,7 +81,7 @@ fn a_capacity_decision_sets_mu_by_source_lambda_and_the_floor() {
     assert_eq!(
         samples(&t, "backlog_scaler_capacity_drain_rate"),
         [
-            r#"backlog_scaler_capacity_drain_rate{namespace="ns",name="so",metric="m",source="prior"} 2.0"#
+            r#"backlog_scaler_capacity_drain_rate{namespace="ns",name="so",metric="m",source="prior",unit="requests"} 2.0"#
         ]
     );
     let mut arrival = samples(&t, "backlog_scaler_capacity_arrival_rate");
@@ -107,12 +107,68 @@ fn a_capacity_decision_sets_mu_by_source_lambda_and_the_floor() {
     assert_eq!(
         samples(&t, "backlog_scaler_capacity_drain_rate"),
         [
-            r#"backlog_scaler_capacity_drain_rate{namespace="ns",name="so",metric="m",source="fit"} 3.5"#
+            r#"backlog_scaler_capacity_drain_rate{namespace="ns",name="so",metric="m",source="fit",unit="requests"} 3.5"#
         ]
     );
     assert_eq!(
         samples(&t, "backlog_scaler_capacity_backlog_floor"),
         [r#"backlog_scaler_capacity_backlog_floor{namespace="ns",name="so",metric="m"} 0"#]
+    );
+}
+
+#[test]
+fn a_unit_change_leaves_one_mu_series_under_the_new_unit() {
+    let t = Telemetry::new();
+    let so = labels("so");
+    let fit = |unit, mu| CapacityEstimate {
+        drain_rate_unit: unit,
+        ..estimate(DrainRateSource::Fit, mu, false)
+    };
+    t.record_decision(
+        &so,
+        &capacity_decision(fit(DrainRateUnit::Requests, 3.5)),
+        false,
+    );
+    assert_eq!(
+        samples(&t, "backlog_scaler_capacity_drain_rate"),
+        [
+            r#"backlog_scaler_capacity_drain_rate{namespace="ns",name="so",metric="m",source="fit",unit="requests"} 3.5"#
+        ]
+    );
+    // The token fit takes over (same source): the requests series goes.
+    t.record_decision(
+        &so,
+        &capacity_decision(fit(DrainRateUnit::Tokens, 4.25)),
+        false,
+    );
+    assert_eq!(
+        samples(&t, "backlog_scaler_capacity_drain_rate"),
+        [
+            r#"backlog_scaler_capacity_drain_rate{namespace="ns",name="so",metric="m",source="fit",unit="tokens"} 4.25"#
+        ]
+    );
+    // And back, as when the token counters stop answering.
+    t.record_decision(
+        &so,
+        &capacity_decision(fit(DrainRateUnit::Requests, 3.0)),
+        false,
+    );
+    assert_eq!(
+        samples(&t, "backlog_scaler_capacity_drain_rate"),
+        [
+            r#"backlog_scaler_capacity_drain_rate{namespace="ns",name="so",metric="m",source="fit",unit="requests"} 3.0"#
+        ]
+    );
+    assert_eq!(Telemetry::drain_rate_unit_names(), ["requests", "tokens"]);
+    let help = t
+        .encode()
+        .lines()
+        .find(|l| l.starts_with("# HELP backlog_scaler_capacity_drain_rate "))
+        .map(str::to_owned);
+    assert!(
+        help.as_deref()
+            .is_some_and(|h| h.contains("unit: requests, tokens")),
+        "{help:?}"
     );
 }
 

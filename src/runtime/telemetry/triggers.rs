@@ -255,6 +255,13 @@ impl Sink<'_, '_> {
         all[0] = ("namespace", labels.namespace.as_str());
         all[1] = ("name", labels.name.as_str());
         all[2] = ("metric", labels.metric.as_str());
+        // Past the cap a label would be dropped without a word and two
+        // series could collide: a family that needs more must raise it.
+        debug_assert!(
+            extra.len() <= MAX_EXTRA_LABELS,
+            "{} extra labels, at most {MAX_EXTRA_LABELS}: {extra:?}",
+            extra.len()
+        );
         let extra = &extra[..extra.len().min(MAX_EXTRA_LABELS)];
         all[3..3 + extra.len()].copy_from_slice(extra);
         let used: &[(&str, &str)] = &all[..3 + extra.len()];
@@ -263,7 +270,7 @@ impl Sink<'_, '_> {
 }
 
 /// The most labels a family adds to the trigger's (degraded pods: state
-/// and reason).
+/// and reason; drain rate: source and unit).
 const MAX_EXTRA_LABELS: usize = 2;
 
 fn flag(value: bool) -> i64 {
@@ -352,9 +359,9 @@ impl Collector for TriggerSeries {
         self.family(
             e,
             "capacity_drain_rate",
-            "capacity policy: the drain rate mu in use, requests/s one replica finishes at a full batch, by how it was obtained (source: configured, prior, samples, fit, bounds, none; 0 with none)",
+            "capacity policy: the drain rate mu in use, requests/s one replica finishes at a full batch, by how it was obtained (source: configured, prior, samples, fit, bounds, none; 0 with none) and the unit it was learned in (unit: requests, tokens; mu is requests/s either way)",
             |l, r, s| match capacity(r) {
-                Some(c) => s.float(l, &[("source", c.source)], c.drain_rate),
+                Some(c) => s.float(l, &[("source", c.source), ("unit", c.unit)], c.drain_rate),
                 None => Ok(()),
             },
         )?;
