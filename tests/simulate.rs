@@ -724,3 +724,74 @@ fn the_learned_mu_of_a_prefill_heavy_trace_is_within_ten_percent() {
         "median error {median:+.3} of μ against the model's {model:.3}"
     );
 }
+
+/// Issue 13's convergence target in the token unit, on the simulator's pod
+/// model (it exposes vLLM's token counters, so the default trigger learns μ
+/// in tokens, decision 0027): given `drainRatePerReplica` 2× too high and 2×
+/// too low as the prior, the learned μ is within 10 % of the model's at every
+/// point from 15 minutes on. No warm-up, so the scaler's first poll is at
+/// t = 0 with nothing learned and the 15 minutes are all the traffic it has
+/// seen (with the default 600 s warm-up it would have learned before t = 0).
+#[test]
+fn the_learned_mu_in_tokens_converges_from_priors_two_times_off_within_fifteen_minutes() {
+    use backlog_scaler::decide::capacity::DrainRateUnit;
+    use backlog_scaler::decide::capacity::learn::DrainRateSource;
+
+    let scenario = Scenario::builtin(Builtin::Ramp, Some(2400.0));
+    let mut config = SimConfig {
+        warmup_seconds: 0.0,
+        ..SimConfig::default()
+    };
+    let model = config.saturated_throughput(&scenario);
+    for factor in [2.0, 0.5] {
+        let prior = factor * model;
+        config.policy.capacity_extra =
+            vec![("drainRatePerReplica".to_owned(), format!("{prior:.3}"))];
+        let (_, trace) = run_one(&config, &scenario, PolicyKind::Default, 0, true).expect("run");
+        let trace = trace.expect("recorded");
+        let estimates: Vec<_> = trace
+            .scaler_calls
+            .iter()
+            .filter_map(|c| {
+                let d = c.decision.as_ref().ok()?;
+                Some((c.t, d.components.capacity?))
+            })
+            .collect();
+        // The prior is what the trigger starts from, so it is what converges.
+        let (_, first) = estimates.first().expect("the default trigger polls");
+        assert_eq!(
+            first.drain_rate_source,
+            DrainRateSource::Prior,
+            "prior ×{factor}"
+        );
+        assert!(
+            (first.drain_rate / prior - 1.0).abs() < 1e-3,
+            "prior ×{factor}: first μ {:.3}, prior {prior:.3}",
+            first.drain_rate
+        );
+        let late: Vec<_> = estimates.iter().filter(|(t, _)| *t >= 900.0).collect();
+        assert!(late.len() > 100, "prior ×{factor}: {} polls", late.len());
+        // From 15 minutes on, μ is the token unit's, not the prior's.
+        for (t, e) in &late {
+            assert_eq!(
+                e.drain_rate_unit,
+                DrainRateUnit::Tokens,
+                "prior ×{factor}, t = {t}"
+            );
+        }
+        let points: Vec<_> = trace.series.iter().filter(|p| p.t >= 900.0).collect();
+        assert!(
+            points.len() > 100,
+            "prior ×{factor}: {} points",
+            points.len()
+        );
+        for p in points {
+            let mu = p.drain_rate.expect("the default trigger reports μ");
+            assert!(
+                (mu / model - 1.0).abs() <= 0.10,
+                "prior ×{factor}, t = {}: learned {mu:.3}, model {model:.3}",
+                p.t
+            );
+        }
+    }
+}
