@@ -6,8 +6,9 @@
 //! a      = Σ_pods (ΔF_i + ΔW_i + ΔR_i)            arrivals in the poll (F = finished counter)
 //! λ̂     ← λ̂ + (1 − e^(−Δt/τ))·(a/Δt − λ̂)        τ = arrivalSmoothingSeconds
 //! λ_peak = max of λ̂ over the hold: peakHoldSeconds within burstMemory of a
-//!          burst (λ̂ rose by a burst's size within BURST_RISE_SECONDS), else
-//!          at most QUIET_PEAK_HOLD_SECONDS
+//!          burst (λ̂ rose by a burst's size within BURST_RISE_SECONDS), 3× that
+//!          (≤ burstMemory) after two bursts within it, else at most
+//!          QUIET_PEAK_HOLD_SECONDS
 //! D      = T·( (1 + headroom)·λ_peak/μ + Σ_pods min(1, W_i/(μ·H)) )      H = drainHorizonSeconds
 //! ```
 //!
@@ -105,7 +106,8 @@ pub struct CapacityEstimate {
     /// `λ_peak`.
     pub peak_rate: f64,
     /// The hold behind `λ_peak`, seconds: `peakHoldSeconds` within 30 min
-    /// of a burst, else at most 120 s.
+    /// of a burst, three times that (at most 30 min) after two or more
+    /// bursts within 30 min, else at most 120 s.
     pub peak_hold_seconds: f64,
     /// `μ` in use; 0 while nothing is known (the rate terms are then 0 and
     /// the backlog floor decides).
@@ -154,6 +156,13 @@ const BURST_MIN_FRACTION: f64 = 0.5;
 /// After the last burst, the full `peakHoldSeconds` is kept this long: a
 /// load that burst recently is expected to burst again (docs/decisions/0025).
 pub const BURST_MEMORY_SECONDS: f64 = 1800.0;
+/// A load that burst at least this many times within
+/// [`BURST_MEMORY_SECONDS`] bursts recurrently: its gaps between bursts are
+/// shorter than the memory, so the hold is stretched to cover them.
+const RECURRENT_BURSTS: usize = 2;
+/// On a recurrently bursting load the hold is this many times
+/// `peakHoldSeconds`, at most [`BURST_MEMORY_SECONDS`] (docs/decisions/0029).
+const RECURRENT_HOLD_FACTOR: f64 = 3.0;
 /// The hold on a load with no burst in [`BURST_MEMORY_SECONDS`]: a ramp or a
 /// diurnal curve does not come back within a cold start, and the HPA's own
 /// scale-down window (300 s by default) already damps its noise.
@@ -181,6 +190,10 @@ pub struct CapacityState {
     recent: VecDeque<(f64, f64)>,
     /// When `λ̂` last rose like a burst.
     last_burst_at: Option<f64>,
+    /// When each distinct burst of the last [`BURST_MEMORY_SECONDS`] began
+    /// (polls rising like a burst within [`BURST_RISE_SECONDS`] of each
+    /// other are one burst), oldest first.
+    burst_starts: VecDeque<f64>,
 }
 
 /// Finishes a pod running `R` requests for `Δt` must show, at the learned
@@ -399,15 +412,39 @@ impl CapacityState {
             .fold(f64::INFINITY, f64::min);
         let rise = smoothed - low;
         if rise >= BURST_MIN_PODS * mu && rise >= BURST_MIN_FRACTION * low {
+            if self
+                .last_burst_at
+                .is_none_or(|at| t - at > BURST_RISE_SECONDS)
+            {
+                self.burst_starts.push_back(t);
+            }
             self.last_burst_at = Some(t);
+        }
+        while self
+            .burst_starts
+            .front()
+            .is_some_and(|at| *at < t - BURST_MEMORY_SECONDS)
+        {
+            self.burst_starts.pop_front();
         }
     }
 
     /// The peak hold in force at `t`: `peakHoldSeconds` within
-    /// [`BURST_MEMORY_SECONDS`] of a burst, else at most
-    /// [`QUIET_PEAK_HOLD_SECONDS`].
+    /// [`BURST_MEMORY_SECONDS`] of a burst, stretched by
+    /// [`RECURRENT_HOLD_FACTOR`] when the load bursts recurrently, else at
+    /// most [`QUIET_PEAK_HOLD_SECONDS`].
     fn peak_hold(&self, params: &CapacityParams, t: f64) -> f64 {
+        let recent_bursts = self
+            .burst_starts
+            .iter()
+            .filter(|at| t - **at <= BURST_MEMORY_SECONDS)
+            .count();
         match self.last_burst_at {
+            Some(at) if t - at <= BURST_MEMORY_SECONDS && recent_bursts >= RECURRENT_BURSTS => {
+                (RECURRENT_HOLD_FACTOR * params.peak_hold_seconds)
+                    .min(BURST_MEMORY_SECONDS)
+                    .max(params.peak_hold_seconds)
+            }
             Some(at) if t - at <= BURST_MEMORY_SECONDS => params.peak_hold_seconds,
             _ => params.peak_hold_seconds.min(QUIET_PEAK_HOLD_SECONDS),
         }

@@ -290,3 +290,63 @@ fn a_burst_is_forgotten_after_thirty_minutes_of_quiet_load() {
     let last = e.last().expect("estimate");
     assert_eq!(last.peak_hold_seconds, QUIET_PEAK_HOLD_SECONDS, "{last:?}");
 }
+
+#[test]
+fn a_load_that_bursts_again_within_thirty_minutes_keeps_its_peak_longer() {
+    // μ = 2 req/s; each burst is 60 s at 20 req/s on a 1 req/s base. Rows:
+    // peakHoldSeconds, the quiet gaps between bursts (s), the hold in force
+    // after the last burst, and whether the burst's peak is still held
+    // 1000 s after it (an 1800 s hold) or let go (600 s, 900 s).
+    let table: [(&str, f64, &[f64], f64, bool); 6] = [
+        ("one burst", 600.0, &[], 600.0, false),
+        ("again after 10 min", 600.0, &[600.0], 1800.0, true),
+        (
+            "again after 35 min: the first is forgotten",
+            600.0,
+            &[2100.0],
+            600.0,
+            false,
+        ),
+        (
+            "three within 30 min, a 300 s hold",
+            300.0,
+            &[300.0, 300.0],
+            900.0,
+            false,
+        ),
+        (
+            "a configured hold longer than 30 min is kept",
+            3600.0,
+            &[600.0],
+            3600.0,
+            true,
+        ),
+        ("no hold configured stays none", 0.0, &[600.0], 0.0, false),
+    ];
+    let burst = |rates: &mut Vec<f64>| rates.extend(vec![20.0; 12]);
+    let quiet = |rates: &mut Vec<f64>, seconds: f64| {
+        rates.extend(vec![1.0; (seconds / 5.0) as usize]);
+    };
+    for (name, hold, gaps, expected_hold, still_held) in table {
+        let p = CapacityParams {
+            peak_hold_seconds: hold,
+            arrival_smoothing_seconds: 5.0,
+            ..params()
+        };
+        let mut rates = vec![1.0; 40];
+        burst(&mut rates);
+        for gap in gaps {
+            quiet(&mut rates, *gap);
+            burst(&mut rates);
+        }
+        quiet(&mut rates, 1000.0);
+        let mut state = CapacityState::default();
+        let e = *drive(&mut state, &p, &rates).last().expect("estimate");
+        assert_eq!(e.peak_hold_seconds, expected_hold, "{name}: {e:?}");
+        assert_eq!(
+            e.peak_rate > 15.0,
+            still_held,
+            "{name}: the peak 1000 s after: {e:?}"
+        );
+    }
+}
