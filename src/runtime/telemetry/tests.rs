@@ -124,41 +124,31 @@ fn a_unit_change_leaves_one_mu_series_under_the_new_unit() {
         drain_rate_unit: unit,
         ..estimate(DrainRateSource::Fit, mu, false)
     };
-    t.record_decision(
-        &so,
-        &capacity_decision(fit(DrainRateUnit::Requests, 3.5)),
-        false,
-    );
-    assert_eq!(
-        samples(&t, "backlog_scaler_capacity_drain_rate"),
-        [
-            r#"backlog_scaler_capacity_drain_rate{namespace="ns",name="so",metric="m",source="fit",unit="requests"} 3.5"#
-        ]
-    );
-    // The token fit takes over (same source): the requests series goes.
-    t.record_decision(
-        &so,
-        &capacity_decision(fit(DrainRateUnit::Tokens, 4.25)),
-        false,
-    );
-    assert_eq!(
-        samples(&t, "backlog_scaler_capacity_drain_rate"),
-        [
-            r#"backlog_scaler_capacity_drain_rate{namespace="ns",name="so",metric="m",source="fit",unit="tokens"} 4.25"#
-        ]
-    );
-    // And back, as when the token counters stop answering.
-    t.record_decision(
-        &so,
-        &capacity_decision(fit(DrainRateUnit::Requests, 3.0)),
-        false,
-    );
-    assert_eq!(
-        samples(&t, "backlog_scaler_capacity_drain_rate"),
-        [
-            r#"backlog_scaler_capacity_drain_rate{namespace="ns",name="so",metric="m",source="fit",unit="requests"} 3.0"#
-        ]
-    );
+    // Requests, then the token fit takes over (same source), then back, as
+    // when the token counters stop answering: one series each time.
+    for (unit, mu, expected) in [
+        (
+            DrainRateUnit::Requests,
+            3.5,
+            r#"backlog_scaler_capacity_drain_rate{namespace="ns",name="so",metric="m",source="fit",unit="requests"} 3.5"#,
+        ),
+        (
+            DrainRateUnit::Tokens,
+            4.25,
+            r#"backlog_scaler_capacity_drain_rate{namespace="ns",name="so",metric="m",source="fit",unit="tokens"} 4.25"#,
+        ),
+        (
+            DrainRateUnit::Requests,
+            3.0,
+            r#"backlog_scaler_capacity_drain_rate{namespace="ns",name="so",metric="m",source="fit",unit="requests"} 3.0"#,
+        ),
+    ] {
+        t.record_decision(&so, &capacity_decision(fit(unit, mu)), false);
+        assert_eq!(
+            samples(&t, "backlog_scaler_capacity_drain_rate"),
+            [expected]
+        );
+    }
     assert_eq!(Telemetry::drain_rate_unit_names(), ["requests", "tokens"]);
     let help = t
         .encode()
