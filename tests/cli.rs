@@ -127,3 +127,61 @@ fn serve_rejects_a_bad_config_file_and_flag() {
     assert!(!output.status.success());
     assert!(text(&output).contains("--grpc-addr"), "{}", text(&output));
 }
+
+/// `simulate`'s HPA scale-down window and warm start reach the run (the header says them
+/// and the replica-hours move), and a value that is no duration is refused naming the flag.
+#[test]
+fn simulate_takes_the_scale_down_window_and_the_warm_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let replica_hours = |window: &str, warmup: &str| {
+        let out = dir.path().join(format!("w{window}-{warmup}"));
+        let output = run(&[
+            "simulate",
+            "--scenario",
+            "spike",
+            "--policy",
+            "default",
+            "--seeds",
+            "1",
+            "--duration-minutes",
+            "12",
+            &format!("--scale-down-window-seconds={window}"),
+            &format!("--warmup-seconds={warmup}"),
+            "--out",
+            out.to_str().expect("utf8"),
+        ]);
+        let shown = text(&output);
+        assert!(output.status.success(), "{shown}");
+        assert!(
+            shown.contains(&format!(
+                "HPA scale-down window {window} s, {warmup} s warm start"
+            )),
+            "{shown}"
+        );
+        let summary = std::fs::read_to_string(out.join("summary.csv")).expect("summary.csv");
+        let header: Vec<&str> = summary.lines().next().expect("header").split(',').collect();
+        let column = header
+            .iter()
+            .position(|h| *h == "replica_hours")
+            .expect("a replica_hours column");
+        let row = summary.lines().nth(1).expect("one row");
+        row.split(',')
+            .nth(column)
+            .expect("value")
+            .parse::<f64>()
+            .expect("a number")
+    };
+    let cold = replica_hours("300", "0");
+    assert_ne!(cold, replica_hours("0", "0"), "the window is used");
+    assert_ne!(cold, replica_hours("300", "600"), "the warm start is used");
+    for bad in ["--warmup-seconds=-1", "--scale-down-window-seconds=inf"] {
+        let output = run(&["simulate", bad, "--out", dir.path().to_str().expect("utf8")]);
+        assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+        let flag = bad.split('=').next().expect("flag");
+        assert!(
+            text(&output).contains(&format!("{flag} must be a number ≥ 0")),
+            "{}",
+            text(&output)
+        );
+    }
+}

@@ -10,7 +10,7 @@ use backlog_scaler::decide::freshness::{TriggerMemory, decide_engine};
 use backlog_scaler::sim::arrivals::{Builtin, Scenario};
 use backlog_scaler::sim::fleet::Fleet;
 use backlog_scaler::sim::hpa::{Behavior, Hpa, Keda, Target, replicas_for_metric};
-use backlog_scaler::sim::model::PodModel;
+use backlog_scaler::sim::model::{MixMeans, PodModel};
 use backlog_scaler::sim::policies::{PolicyKind, scaler_metadata};
 use backlog_scaler::sim::run::{SimConfig, run_matrix, run_one};
 use backlog_scaler::sim::view::instant_at;
@@ -122,6 +122,47 @@ fn a_saturated_pod_finishes_mu_requests_per_second() {
         (throughput - expected).abs() / expected < 0.05,
         "{throughput:.3} req/s, the model's μ {expected:.3}"
     );
+}
+
+/// The model's μ is what a saturated pod finishes whichever bound holds: decode-bound mixes
+/// fill the batch, prefill-heavy ones (long prompts, short outputs) fill every step's token
+/// budget first and never decode a full batch.
+#[test]
+fn a_saturated_pod_finishes_mu_requests_per_second_for_decode_and_prefill_bound_mixes() {
+    let model = PodModel::default();
+    // (prompt, output) tokens, all requests alike; the first is code-completion's mean.
+    for (input_tokens, output_tokens) in [(1751, 44), (4000, 16), (1150, 263), (300, 600)] {
+        let mut fleet = Fleet::new(model, 1, 0.0);
+        for i in 0..8000 {
+            fleet.arrive(Request {
+                arrival: f64::from(i) * 1e-4,
+                input_tokens,
+                output_tokens,
+            });
+        }
+        let (warm, horizon) = (100.0, 400.0);
+        fleet.settle(warm);
+        let finished = |fleet: &mut Fleet| {
+            let pod = fleet.reading().pods.remove(0);
+            (pod.finished_total.expect("counter"), pod.waiting)
+        };
+        let (before, _) = finished(&mut fleet);
+        fleet.settle(horizon);
+        let (after, waiting) = finished(&mut fleet);
+        assert!(
+            waiting > 0.0,
+            "{input_tokens}/{output_tokens}: still saturated"
+        );
+        let throughput = (after - before) / (horizon - warm);
+        let expected = model.saturated_throughput(MixMeans {
+            input_tokens: f64::from(input_tokens),
+            output_tokens: f64::from(output_tokens),
+        });
+        assert!(
+            (throughput / expected - 1.0).abs() < 0.02,
+            "{input_tokens}/{output_tokens}: {throughput:.3} req/s, the model's μ {expected:.3}"
+        );
+    }
 }
 
 /// vLLM's `bench serve --max-concurrency C` against one simulated pod: a closed loop of `C`

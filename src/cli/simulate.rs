@@ -128,6 +128,14 @@ pub struct SimulateArgs {
     /// The HPA's scale-up `behavior`.
     #[arg(long, value_enum, default_value_t = ScaleUpArg::Default)]
     pub scale_up: ScaleUpArg,
+    /// The HPA's `behavior.scaleDown.stabilizationWindowSeconds` (Kubernetes' default 300;
+    /// set in a ScaledObject under `advanced.horizontalPodAutoscalerConfig`).
+    #[arg(long, value_name = "S", default_value_t = 300.0)]
+    pub scale_down_window_seconds: f64,
+    /// Seconds of steady load at the first rate simulated before `t = 0`, so a run starts in
+    /// the steady state of its first load; 0 starts cold, from the first poll.
+    #[arg(long, value_name = "S", default_value_t = 600.0)]
+    pub warmup_seconds: f64,
     /// Give `backlog` and `capacity` triggers `ttftSloSeconds` (the TTFT
     /// latency guard on top of the policy), `true` or `false`.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
@@ -312,6 +320,19 @@ pub fn config(args: &SimulateArgs) -> Result<SimConfig, String> {
             args.min_replicas, args.max_replicas
         ));
     }
+    for (flag, value) in [
+        (
+            "--scale-down-window-seconds",
+            args.scale_down_window_seconds,
+        ),
+        ("--warmup-seconds", args.warmup_seconds),
+    ] {
+        if !(value >= 0.0 && value.is_finite()) {
+            return Err(format!("{flag} must be a number ≥ 0, got {value}"));
+        }
+    }
+    config.behavior.scale_down.stabilization_seconds = args.scale_down_window_seconds;
+    config.warmup_seconds = args.warmup_seconds;
     config.pod.cold_start_seconds = args.cold_start_seconds[0];
     config.min_replicas = args.min_replicas;
     config.max_replicas = args.max_replicas;
@@ -390,7 +411,7 @@ fn simulate(args: &SimulateArgs) -> Result<(), String> {
     )?;
     let summaries = report::summarize(&results);
     println!(
-        "{} runs ({} scenarios × {} policies × {} seeds) in {:.1} s; cold start {} s, TTFT SLO {} s (latency guard on this scaler's triggers: {}), replicas {}–{}, {} s warm start at λ(0); means over seeds.",
+        "{} runs ({} scenarios × {} policies × {} seeds) in {:.1} s; cold start {} s, TTFT SLO {} s (latency guard on this scaler's triggers: {}), replicas {}–{}, HPA scale-down window {} s, {} s warm start at λ(0); means over seeds.",
         results.len(),
         scenarios.len(),
         policies.len(),
@@ -405,6 +426,7 @@ fn simulate(args: &SimulateArgs) -> Result<(), String> {
         },
         config.min_replicas,
         config.max_replicas,
+        config.behavior.scale_down.stabilization_seconds,
         config.warmup_seconds,
     );
     print!("{}", mu_lines(&config, &scenarios));

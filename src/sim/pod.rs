@@ -247,7 +247,6 @@ impl Pod {
             self.metrics
                 .queue_time
                 .observe((self.clock - request.arrival).max(0.0));
-            self.metrics.prompt_tokens += u64::from(request.input_tokens);
             self.prefilling.push_back(Prefilling {
                 request,
                 remaining: request.input_tokens.max(1),
@@ -322,6 +321,9 @@ impl Pod {
     fn first_token(&mut self, request: Request, served: &mut Vec<Served>) {
         let ttft = self.clock - request.arrival;
         self.metrics.ttft.observe(ttft);
+        // vLLM V1 counts a prompt's tokens once its prefill completes (the step that emits its
+        // first token), not when it is admitted or chunk by chunk.
+        self.metrics.prompt_tokens += u64::from(request.input_tokens);
         self.metrics.generation_tokens += 1;
         served.push(Served::FirstToken {
             arrival: request.arrival,

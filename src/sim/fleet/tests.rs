@@ -53,6 +53,31 @@ fn a_long_prompt_is_prefilled_in_chunks_beside_the_decodes() {
 }
 
 #[test]
+fn a_prompts_tokens_are_counted_when_its_prefill_completes() {
+    // vLLM V1 adds a prompt to `prompt_tokens_total` in the step that emits its first token
+    // (it streams no output for a partial prefill), not on admission or chunk by chunk.
+    let model = PodModel::default();
+    let mut fleet = Fleet::new(model, 1, 0.0);
+    fleet.arrive(request(0.0, 5000, 10)); // three chunks: 2048, 2048, 904
+    let prompt_tokens = |fleet: &mut Fleet| {
+        let pod = fleet.reading().pods.remove(0);
+        (pod.running, pod.prompt_tokens_total)
+    };
+    fleet.advance_to(1.5 * model.step_seconds(0, 2048));
+    assert_eq!(
+        prompt_tokens(&mut fleet),
+        (Some(1.0), Some(0.0)),
+        "mid-prefill"
+    );
+    fleet.advance_to(3.0 * model.step_seconds(0, 2048));
+    assert_eq!(
+        prompt_tokens(&mut fleet),
+        (Some(1.0), Some(5000.0)),
+        "first token out"
+    );
+}
+
+#[test]
 fn a_full_kv_cache_queues_requests_below_max_num_seqs() {
     let model = PodModel {
         kv_cache_tokens: 1000,

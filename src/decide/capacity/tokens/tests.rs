@@ -24,7 +24,8 @@ const RAMP_DOUBLED: Mix = Mix {
     output: 526.0,
     full: 91.0,
 };
-/// Prefill-heavy: the code-completion trace (μ 8.48).
+/// Prefill-heavy: the code-completion trace (μ 8.48 at a full decoding batch, the balance
+/// the learner converts with; the simulated pod's step budget holds it to 8.17).
 const CODE: Mix = Mix {
     input: 1751.0,
     output: 44.0,
