@@ -6,6 +6,12 @@
 //! where KEDA's built-in scaler has the concept. A key `xFromEnv` is read as
 //! `x` (KEDA resolves it from the workload's environment).
 
+mod broker;
+mod keda;
+
+pub use broker::*;
+pub use keda::*;
+
 // --- Engine signals, direct scrape -------------------------------------------
 
 /// Comma-separated list of engine pod metrics URLs to scrape directly, e.g.
@@ -234,146 +240,6 @@ pub const METRIC_NAME: &str = "metricName";
 /// nothing. The way to trial the scaler before it decides.
 pub const MODE: &str = "mode";
 
-// --- Brokers: SQS ------------------------------------------------------------
-
-/// SQS: the queue, as a full URL
-/// (`https://sqs.REGION.amazonaws.com/ACCOUNT/NAME`) or its name (looked
-/// up once with GetQueueUrl). Selects the SQS source. Each reading is one
-/// `GetQueueAttributes` call; `Q = ApproximateNumberOfMessages` (+
-/// `…NotVisible` with `scaleOnInFlight`, + `…Delayed` with
-/// `scaleOnDelayed`), as KEDA's `aws-sqs-queue`.
-pub const QUEUE_URL: &str = "queueURL";
-/// SQS: the AWS region, e.g. `eu-west-1`. Required with `queueURL`.
-pub const AWS_REGION: &str = "awsRegion";
-/// SQS: endpoint of an SQS-compatible server, e.g. `http://moto:5000`.
-/// Default: AWS's endpoint for `awsRegion`.
-pub const AWS_ENDPOINT: &str = "awsEndpoint";
-/// SQS: count in-flight messages (received, not yet deleted:
-/// `ApproximateNumberOfMessagesNotVisible`). `true` or `false`, default
-/// `true` (KEDA's default).
-pub const SCALE_ON_IN_FLIGHT: &str = "scaleOnInFlight";
-/// SQS: count delayed messages (`ApproximateNumberOfMessagesDelayed`).
-/// `true` or `false`, default `false`.
-pub const SCALE_ON_DELAYED: &str = "scaleOnDelayed";
-
-// --- Brokers: Kafka ----------------------------------------------------------
-
-/// Kafka: comma-separated `host:port` list. Selects the Kafka source.
-/// `Q` is the consumer group's lag, summed over partitions: high
-/// watermark − committed offset, as KEDA's `kafka` scaler.
-pub const BOOTSTRAP_SERVERS: &str = "bootstrapServers";
-/// Kafka: the consumer group whose committed offsets are read (the
-/// scaler never joins it). Required with `bootstrapServers`.
-pub const CONSUMER_GROUP: &str = "consumerGroup";
-/// Kafka: the topic. Default: every topic on which the group has
-/// committed an offset (internal `__` topics excluded); then a group with
-/// no committed offset (or none at all) is a failed reading naming the
-/// group, never a measured 0.
-pub const TOPIC: &str = "topic";
-/// Kafka: lag of a partition without a committed offset: `latest`
-/// (default) counts 1, `earliest` counts the high watermark (every
-/// message would be read), as the consumer's `auto.offset.reset`.
-pub const OFFSET_RESET_POLICY: &str = "offsetResetPolicy";
-/// Kafka: `true` counts 0 for a partition without a committed offset,
-/// whatever `offsetResetPolicy` says. Default `false`.
-pub const SCALE_TO_ZERO_ON_INVALID_OFFSET: &str = "scaleToZeroOnInvalidOffset";
-/// Kafka: `true` lets replicas exceed the partition count (idle
-/// consumers). Default `false`: the broker term is capped at
-/// `targetBacklogPerReplica × partitions`, as KEDA caps replicas.
-pub const ALLOW_IDLE_CONSUMERS: &str = "allowIdleConsumers";
-/// Kafka: `true` counts 0 (for scaling) on a partition whose committed
-/// offset has not moved since the previous reading, e.g. a poison
-/// message; such lag still counts for activation (`activationBacklog`), as
-/// KEDA's IsActive counts `lagWithPersistent`. Default `false`.
-pub const EXCLUDE_PERSISTENT_LAG: &str = "excludePersistentLag";
-/// Kafka: `true` caps replicas at the number of partitions that have
-/// lag, instead of all partitions. Needs `topic`; not with
-/// `allowIdleConsumers: true`. Default `false`.
-pub const LIMIT_TO_PARTITIONS_WITH_LAG: &str = "limitToPartitionsWithLag";
-
-// --- Brokers: RabbitMQ -------------------------------------------------------
-
-/// RabbitMQ: `amqp://HOST:PORT[/VHOST]`, `amqps://…`, or the management
-/// API `http(s)://HOST:PORT[/VHOST]`, WITHOUT credentials (they come from
-/// `authProfile`; without one, `guest`/`guest`). Selects the RabbitMQ
-/// source. KEDA's `host`, renamed because `host` is too generic here.
-pub const RABBITMQ_HOST: &str = "rabbitmqHost";
-/// RabbitMQ: `auto` (default: from the scheme of `rabbitmqHost`), `amqp`
-/// or `http`. AMQP counts ready messages (a passive `queue.declare`);
-/// HTTP counts ready + unacknowledged (`messages` of
-/// `GET /api/queues/VHOST/QUEUE`).
-pub const PROTOCOL: &str = "protocol";
-/// RabbitMQ: the virtual host. Default: the path of `rabbitmqHost`
-/// (percent-decoded), or `/` when it has none.
-pub const VHOST_NAME: &str = "vhostName";
-/// RabbitMQ: the queue. Required with `rabbitmqHost`.
-pub const QUEUE_NAME: &str = "queueName";
-/// RabbitMQ (HTTP only): `true` counts ready messages only
-/// (`messages_ready`), not those delivered and unacknowledged. Default `false`.
-pub const EXCLUDE_UNACKNOWLEDGED: &str = "excludeUnacknowledged";
-
-// --- Brokers: any ------------------------------------------------------------
-
-/// `w`: requests-equivalent per broker message (e.g. `4` when each
-/// message is a batch of 4 prompts). A number > 0, default `1`. Needs a
-/// broker source.
-pub const MESSAGE_WEIGHT: &str = "messageWeight";
-
-// --- KEDA's own ----------------------------------------------------------------
-
-/// KEDA's own key: the scaler's `host:port`. Accepted and ignored.
-pub const SCALER_ADDRESS: &str = "scalerAddress";
-/// KEDA's own key: dial the scaler with TLS. Accepted and ignored here.
-pub const ENABLE_TLS: &str = "enableTLS";
-/// KEDA's own key: skip TLS verification on KEDA's side. Accepted and ignored.
-pub const UNSAFE_SSL: &str = "unsafeSsl";
-
-// --- Names of KEDA's built-in scalers ------------------------------------------
-// A trigger copied from a built-in scaler (type changed to `external`,
-// `scalerAddress` added) keeps that scaler's keys. Where the meaning is the
-// same here, the name is an alias; where it is not, the key is refused with
-// what to write instead (`keda_names.rs`), never read as something else.
-
-/// Alias of `targetBacklogPerReplica`: KEDA's prometheus scaler (and the
-/// others with a `query`) calls the per-replica target of the metric it
-/// returns `threshold`; the metric returned here is `B`, whose target is
-/// `T`. Same rules (a number > 0). Setting both is refused.
-pub const THRESHOLD: &str = "threshold";
-/// Alias of `activationBacklog`: in KEDA's prometheus scaler the trigger is
-/// active when the metric is greater than `activationThreshold` (strictly,
-/// default 0), as it is here when `B > A`. Same rules (a number ≥ 0).
-/// Setting both is refused.
-pub const ACTIVATION_THRESHOLD: &str = "activationThreshold";
-/// Refused: KEDA's kafka `lagThreshold` is lag per replica in messages
-/// (default 10). Write `targetBacklogPerReplica` = lagThreshold ×
-/// `messageWeight` (one replica absorbs T requests, a message counts `w`).
-pub const LAG_THRESHOLD: &str = "lagThreshold";
-/// Refused: KEDA's kafka `activationLagThreshold` compares the lag in
-/// messages. Write `activationBacklog` = activationLagThreshold ×
-/// `messageWeight` (the activation rule compares `B`, which counts `w·Q`).
-pub const ACTIVATION_LAG_THRESHOLD: &str = "activationLagThreshold";
-/// Refused: KEDA's aws-sqs-queue `queueLength` (default 5; RabbitMQ's
-/// deprecated name for `value`) is messages per replica. Write
-/// `targetBacklogPerReplica` = queueLength × `messageWeight`.
-pub const QUEUE_LENGTH: &str = "queueLength";
-/// Refused: KEDA's aws-sqs-queue `activationQueueLength` compares the queue
-/// in messages. Write `activationBacklog` = activationQueueLength ×
-/// `messageWeight`.
-pub const ACTIVATION_QUEUE_LENGTH: &str = "activationQueueLength";
-/// Refused: KEDA's rabbitmq `value` is the per-replica target of its
-/// `mode`: messages under `QueueLength` (write `targetBacklogPerReplica` =
-/// value × `messageWeight`); the rate modes have no equivalent here.
-pub const VALUE: &str = "value";
-/// Refused: KEDA's rabbitmq `activationValue` compares its `mode`'s value
-/// (messages under `QueueLength`). Write `activationBacklog` =
-/// activationValue × `messageWeight`.
-pub const ACTIVATION_VALUE: &str = "activationValue";
-/// Refused: KEDA's prometheus `query` is the metric itself (one series; an
-/// empty answer reads 0 by default). The nearest here is `waitingQuery`,
-/// requests waiting, which sums its series and reads an empty answer as a
-/// lost signal unless `replicasQuery` answers 0: write `waitingQuery`.
-pub const QUERY: &str = "query";
-
 // --- Groups ------------------------------------------------------------------
 
 /// Engine signals read by scraping the pods.
@@ -439,58 +305,6 @@ pub const TIMING: &[&str] = &[
     MIN_REPORTING_FRACTION,
     METRIC_NAME,
     MODE,
-];
-/// SQS keys.
-pub const SQS: &[&str] = &[
-    QUEUE_URL,
-    AWS_REGION,
-    AWS_ENDPOINT,
-    SCALE_ON_IN_FLIGHT,
-    SCALE_ON_DELAYED,
-];
-/// Kafka keys.
-pub const KAFKA: &[&str] = &[
-    BOOTSTRAP_SERVERS,
-    CONSUMER_GROUP,
-    TOPIC,
-    OFFSET_RESET_POLICY,
-    SCALE_TO_ZERO_ON_INVALID_OFFSET,
-    ALLOW_IDLE_CONSUMERS,
-    EXCLUDE_PERSISTENT_LAG,
-    LIMIT_TO_PARTITIONS_WITH_LAG,
-];
-/// RabbitMQ keys.
-pub const RABBITMQ: &[&str] = &[
-    RABBITMQ_HOST,
-    PROTOCOL,
-    VHOST_NAME,
-    QUEUE_NAME,
-    EXCLUDE_UNACKNOWLEDGED,
-];
-/// Keys of any broker.
-pub const BROKER_COMMON: &[&str] = &[MESSAGE_WEIGHT, AUTH_PROFILE];
-/// Every broker key.
-pub const BROKER: &[&str] = &[
-    QUEUE_URL,
-    AWS_REGION,
-    AWS_ENDPOINT,
-    SCALE_ON_IN_FLIGHT,
-    SCALE_ON_DELAYED,
-    BOOTSTRAP_SERVERS,
-    CONSUMER_GROUP,
-    TOPIC,
-    OFFSET_RESET_POLICY,
-    SCALE_TO_ZERO_ON_INVALID_OFFSET,
-    ALLOW_IDLE_CONSUMERS,
-    EXCLUDE_PERSISTENT_LAG,
-    LIMIT_TO_PARTITIONS_WITH_LAG,
-    RABBITMQ_HOST,
-    PROTOCOL,
-    VHOST_NAME,
-    QUEUE_NAME,
-    EXCLUDE_UNACKNOWLEDGED,
-    MESSAGE_WEIGHT,
-    AUTH_PROFILE,
 ];
 /// Every key that configures backlog-scaler, each once: the engine side
 /// first, then the broker-only keys (`authProfile` serves both and is listed
@@ -560,23 +374,6 @@ pub const ALL: &[&str] = &[
     QUEUE_NAME,
     EXCLUDE_UNACKNOWLEDGED,
     MESSAGE_WEIGHT,
-];
-/// Keys KEDA itself reads and forwards with the rest.
-pub const KEDAS: &[&str] = &[SCALER_ADDRESS, ENABLE_TLS, UNSAFE_SSL];
-/// KEDA built-in scalers' names read as ours: `(alias, key)`.
-pub const KEDA_ALIASES: &[(&str, &str)] = &[
-    (THRESHOLD, TARGET_BACKLOG_PER_REPLICA),
-    (ACTIVATION_THRESHOLD, ACTIVATION_BACKLOG),
-];
-/// KEDA built-in scalers' names refused with what to write instead.
-pub const KEDA_REFUSED: &[&str] = &[
-    LAG_THRESHOLD,
-    ACTIVATION_LAG_THRESHOLD,
-    QUEUE_LENGTH,
-    ACTIVATION_QUEUE_LENGTH,
-    VALUE,
-    ACTIVATION_VALUE,
-    QUERY,
 ];
 /// Every group, for checks that each key of [`ALL`] has its place.
 pub const GROUPS: &[&[&str]] = &[
