@@ -309,7 +309,11 @@ pub const TIMING: &[&str] = &[
 /// Every key that configures backlog-scaler, each once: the engine side
 /// first, then the broker-only keys (`authProfile` serves both and is listed
 /// with the engine side).
-pub const ALL: &[&str] = &[
+pub const ALL: &[&str] = &concat::<
+    { ENGINE_SIDE.len() + SQS.len() + KAFKA.len() + RABBITMQ.len() + 1 },
+>(&[ENGINE_SIDE, SQS, KAFKA, RABBITMQ, &[MESSAGE_WEIGHT]]);
+/// The engine side of [`ALL`], in the order errors and suggestions list it.
+const ENGINE_SIDE: &[&str] = &[
     VLLM_TARGETS,
     ENGINE,
     MODEL_NAME,
@@ -355,26 +359,26 @@ pub const ALL: &[&str] = &[
     METRIC_NAME,
     MODE,
     IP_FAMILY,
-    QUEUE_URL,
-    AWS_REGION,
-    AWS_ENDPOINT,
-    SCALE_ON_IN_FLIGHT,
-    SCALE_ON_DELAYED,
-    BOOTSTRAP_SERVERS,
-    CONSUMER_GROUP,
-    TOPIC,
-    OFFSET_RESET_POLICY,
-    SCALE_TO_ZERO_ON_INVALID_OFFSET,
-    ALLOW_IDLE_CONSUMERS,
-    EXCLUDE_PERSISTENT_LAG,
-    LIMIT_TO_PARTITIONS_WITH_LAG,
-    RABBITMQ_HOST,
-    PROTOCOL,
-    VHOST_NAME,
-    QUEUE_NAME,
-    EXCLUDE_UNACKNOWLEDGED,
-    MESSAGE_WEIGHT,
 ];
+/// The keys of `parts`, in order, as one array of `N` (their total: a wrong
+/// `N` fails the build). Lets [`ALL`] and [`BROKER`] be built from the groups
+/// instead of repeating them.
+const fn concat<const N: usize>(parts: &[&[&'static str]]) -> [&'static str; N] {
+    let mut out = [""; N];
+    let (mut at, mut part) = (0, 0);
+    while part < parts.len() {
+        let mut i = 0;
+        while i < parts[part].len() {
+            out[at] = parts[part][i];
+            at += 1;
+            i += 1;
+        }
+        part += 1;
+    }
+    assert!(at == N, "concat: N is not the total length of the parts");
+    out
+}
+
 /// Every group, for checks that each key of [`ALL`] has its place.
 pub const GROUPS: &[&[&str]] = &[
     SCRAPE,

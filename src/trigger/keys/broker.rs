@@ -2,7 +2,7 @@
 //! registry in `keys.rs` (re-exported there); KEDA's names and defaults where KEDA's
 //! built-in scaler has the concept.
 
-use super::AUTH_PROFILE;
+use super::{AUTH_PROFILE, concat};
 
 // --- Brokers: SQS ------------------------------------------------------------
 
@@ -121,25 +121,6 @@ pub const RABBITMQ: &[&str] = &[
 /// Keys of any broker.
 pub const BROKER_COMMON: &[&str] = &[MESSAGE_WEIGHT, AUTH_PROFILE];
 /// Every broker key.
-pub const BROKER: &[&str] = &[
-    QUEUE_URL,
-    AWS_REGION,
-    AWS_ENDPOINT,
-    SCALE_ON_IN_FLIGHT,
-    SCALE_ON_DELAYED,
-    BOOTSTRAP_SERVERS,
-    CONSUMER_GROUP,
-    TOPIC,
-    OFFSET_RESET_POLICY,
-    SCALE_TO_ZERO_ON_INVALID_OFFSET,
-    ALLOW_IDLE_CONSUMERS,
-    EXCLUDE_PERSISTENT_LAG,
-    LIMIT_TO_PARTITIONS_WITH_LAG,
-    RABBITMQ_HOST,
-    PROTOCOL,
-    VHOST_NAME,
-    QUEUE_NAME,
-    EXCLUDE_UNACKNOWLEDGED,
-    MESSAGE_WEIGHT,
-    AUTH_PROFILE,
-];
+pub const BROKER: &[&str] = &concat::<
+    { SQS.len() + KAFKA.len() + RABBITMQ.len() + BROKER_COMMON.len() },
+>(&[SQS, KAFKA, RABBITMQ, BROKER_COMMON]);
