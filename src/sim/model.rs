@@ -119,20 +119,6 @@ impl PodModel {
             (input_tokens + output_tokens) / f64::from(self.max_num_batched_tokens.max(1));
         decode_bound.max(budget_bound)
     }
-
-    /// Pod-seconds one request costs at a full batch of `mix` (the oracle's unit of work).
-    pub fn request_cost_seconds(
-        &self,
-        input_tokens: u32,
-        output_tokens: u32,
-        mix: MixMeans,
-    ) -> f64 {
-        let k = self.full_batch(mix).max(1.0);
-        let (input, output) = (f64::from(input_tokens), f64::from(output_tokens));
-        self.steps_per_request(input, output, k) * self.step_base_seconds
-            + output * self.step_per_decode_seconds
-            + input * self.step_per_prefill_token_seconds
-    }
 }
 
 #[cfg(test)]

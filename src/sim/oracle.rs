@@ -3,9 +3,10 @@
 //! docs/decisions/0018-simulator-v2-oracle.md; in short:
 //!
 //! 1. Each minute `m` needs `n_m = max(minReplicas, ⌈w_m / 60⌉)` ready pods, where `w_m` is
-//!    the pod-seconds the requests arriving in `m` cost at a full batch
-//!    ([`PodModel::request_cost_seconds`]: the most efficient a pod ever is), so fewer ready
-//!    pods could not finish that minute's work without carrying it into the next.
+//!    the pod-seconds the requests arriving in `m` cost at a full batch (their number over
+//!    [`PodModel::saturated_throughput`] of the minute's mix: the most efficient a pod ever
+//!    is), so fewer ready pods could not finish that minute's work without carrying it into
+//!    the next.
 //! 2. Pods are interchangeable, so the schedule is a stack of *levels*: level `j` is needed in
 //!    the minutes where `n_m ≥ j`. Between two needed stretches a level either stays up (it
 //!    costs the gap) or goes and comes back (it costs a cold start), whichever is less; a
