@@ -739,7 +739,7 @@ fn the_learned_mu_follows_outputs_doubling_within_ten_minutes() {
 /// curve). Learned in tokens, from the step cost, the median of the learned
 /// μ over the second half of the run is within 10 % of the pod model's.
 #[test]
-fn the_learned_mu_of_a_prefill_heavy_trace_is_within_ten_percent() {
+fn the_learned_mu_of_a_prefill_heavy_trace_is_within_five_percent_at_the_median() {
     let config = SimConfig::default();
     let scenario = backlog_scaler::cli::simulate::all_scenarios(None, None)
         .expect("built-in traces")
@@ -761,7 +761,7 @@ fn the_learned_mu_of_a_prefill_heavy_trace_is_within_ten_percent() {
     errors.sort_by(f64::total_cmp);
     let median = errors[errors.len() / 2];
     assert!(
-        median.abs() <= 0.10,
+        median.abs() <= 0.05,
         "median error {median:+.3} of μ against the model's {model:.3}"
     );
 }
