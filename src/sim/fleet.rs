@@ -229,12 +229,12 @@ impl Fleet {
         self.pods.len()
     }
 
-    /// Requests waiting: in pod queues and at the gateway.
+    /// Requests waiting: in pod queues (not scheduled yet) and at the gateway.
     pub fn waiting(&self) -> usize {
         self.gateway.len() + self.pods.iter().map(Pod::waiting).sum::<usize>()
     }
 
-    /// Requests running (admitted: in prefill or decoding).
+    /// Requests running (in a model execution batch: decoding, or part-way through prefill).
     pub fn running(&self) -> usize {
         self.pods.iter().map(Pod::running).sum()
     }

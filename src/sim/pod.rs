@@ -58,7 +58,8 @@ pub struct PodMetrics {
     pub ttft: Histogram,
     /// `vllm:e2e_request_latency_seconds`.
     pub e2e: Histogram,
-    /// `vllm:request_queue_time_seconds` (arrival to admission; e2e bounds, as vLLM uses).
+    /// `vllm:request_queue_time_seconds` (arrival to the first scheduled chunk; e2e bounds, as
+    /// vLLM uses).
     pub queue_time: Histogram,
     /// `vllm:inter_token_latency_seconds`: one observation per output token after the first.
     pub itl: Histogram,
@@ -102,6 +103,13 @@ impl PodMetrics {
 struct Prefilling {
     request: Request,
     remaining: u32,
+}
+
+impl Prefilling {
+    /// A chunk of its prompt has run: vLLM V1 counts it as running from here.
+    fn started(&self) -> bool {
+        self.remaining < self.request.input_tokens.max(1)
+    }
 }
 
 /// A request decoding; ordered by the step it finishes at, then admission order.
@@ -174,19 +182,32 @@ impl Pod {
         }
     }
 
-    /// Requests queued, not yet admitted (`vllm:num_requests_waiting`).
+    /// Requests not scheduled yet (`vllm:num_requests_waiting`): queued, or admitted but not
+    /// given a prefill chunk. vLLM V1's scheduler moves a request from its waiting queue to its
+    /// running list only in the step that schedules its first tokens, so a prompt held back
+    /// by the step's token budget is still waiting.
     pub fn waiting(&self) -> usize {
-        self.waiting.len()
+        self.waiting.len() + self.prefilling.iter().filter(|p| !p.started()).count()
     }
 
-    /// Requests admitted: in prefill or decoding (`vllm:num_requests_running`).
+    /// Requests in model execution batches (`vllm:num_requests_running`, as its HELP text
+    /// says): decoding, or part-way through their prefill. On a prefill-heavy mix the
+    /// admitted prompts queue for the token budget, and counting them here would inflate the
+    /// batch the learners see (docs/decisions/0014).
     pub fn running(&self) -> usize {
+        self.decoding.len() + self.prefilling.iter().filter(|p| p.started()).count()
+    }
+
+    /// Requests holding a sequence slot: in prefill (begun or not) or decoding. The
+    /// admission limit: the simulator reserves a request's slot and whole context when it
+    /// leaves the queue, which the gauges above do not show until its first chunk runs.
+    fn admitted(&self) -> usize {
         self.prefilling.len() + self.decoding.len()
     }
 
     /// Running plus waiting: what least-request routing compares.
     pub fn load(&self) -> usize {
-        self.running() + self.waiting.len()
+        self.admitted() + self.waiting.len()
     }
 
     /// The earliest time the pod's state can change without an arrival: now while a prefill
@@ -237,16 +258,13 @@ impl Pod {
         while let Some(head) = self.waiting.front() {
             let context = Pod::context(head);
             let fits = self.kv_used + context <= model.kv_cache_tokens || self.kv_used == 0;
-            if self.running() >= model.max_num_seqs || !fits {
+            if self.admitted() >= model.max_num_seqs || !fits {
                 return;
             }
             let Some(request) = self.waiting.pop_front() else {
                 return;
             };
             self.kv_used += context;
-            self.metrics
-                .queue_time
-                .observe((self.clock - request.arrival).max(0.0));
             self.prefilling.push_back(Prefilling {
                 request,
                 remaining: request.input_tokens.max(1),
@@ -286,6 +304,12 @@ impl Pod {
             for p in &mut self.prefilling {
                 if budget == 0 {
                     break;
+                }
+                if !p.started() {
+                    // vLLM V1's queue time ends when the request is first scheduled.
+                    self.metrics
+                        .queue_time
+                        .observe((self.clock - p.request.arrival).max(0.0));
                 }
                 let take = p.remaining.min(budget);
                 p.remaining -= take;
@@ -395,7 +419,7 @@ impl Pod {
         let mut state = PodState::with_start_time(0.0);
         let series = state.model_mut(SERVED_MODEL);
         series.load = ModelLoad {
-            waiting: self.waiting.len() as f64,
+            waiting: self.waiting() as f64,
             running: self.running() as f64,
             kv_cache_usage: self.kv_cache_usage(model),
         };
@@ -410,8 +434,17 @@ impl Pod {
         render_vllm_metrics(&state)
     }
 
+    /// KV-cache usage of the running requests: vLLM V1 allocates a request's blocks when it is
+    /// scheduled, so the contexts reserved for prompts not begun are not in the gauge (and
+    /// `running / usage` stays the batch at which the cache is full).
     fn kv_cache_usage(&self, model: &PodModel) -> f64 {
-        (self.kv_used as f64 / model.kv_cache_tokens as f64).min(1.0)
+        let not_begun: u64 = self
+            .prefilling
+            .iter()
+            .filter(|p| !p.started())
+            .map(|p| Pod::context(&p.request))
+            .sum();
+        (self.kv_used.saturating_sub(not_begun) as f64 / model.kv_cache_tokens as f64).min(1.0)
     }
 
     /// What a scrape of this pod returns, as the server's vLLM parser reads it (the same
@@ -433,7 +466,7 @@ impl Pod {
             .collect();
         PodReading {
             target: self.target.clone(),
-            waiting: self.waiting.len() as f64,
+            waiting: self.waiting() as f64,
             running: Some(self.running() as f64),
             kv_cache_usage: Some(self.kv_cache_usage(model)),
             ttft: Some(Buckets { bounds, counts }),

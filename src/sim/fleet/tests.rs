@@ -78,6 +78,40 @@ fn a_prompts_tokens_are_counted_when_its_prefill_completes() {
 }
 
 #[test]
+fn a_prompt_not_given_a_chunk_yet_is_waiting_not_running() {
+    // vLLM V1 moves a request from its waiting queue to its running list (the
+    // `num_requests_running` gauge, "requests in model execution batches") in the step that
+    // schedules its first tokens, and allocates its KV blocks then. Three 1500-token prompts
+    // arriving together: the first step (read while it runs, as the scheduler has already
+    // placed it) prefills all of the first and 548 tokens of the second; the third, admitted
+    // by the simulator, has no chunk in it.
+    let model = PodModel::default();
+    let mut fleet = Fleet::new(model, 1, 0.0);
+    for _ in 0..3 {
+        fleet.arrive(request(0.0, 1500, 10));
+    }
+    fleet.advance_to(0.5 * model.step_seconds(0, 2048));
+    let pod = fleet.reading().pods.remove(0);
+    assert_eq!(
+        (pod.running, pod.waiting),
+        (Some(2.0), 1.0),
+        "two scheduled in the step, one not begun"
+    );
+    let usage = pod.kv_cache_usage.expect("a KV gauge");
+    assert!(
+        close(usage, 2.0 * 1510.0 / model.kv_cache_tokens as f64),
+        "the prompt not begun holds no blocks yet: {usage}"
+    );
+    assert_eq!(
+        fleet.pods[0].metrics().queue_time.count(),
+        2,
+        "queue time ends when a request is first scheduled"
+    );
+    let stats = fleet.finish(100.0);
+    assert_eq!(stats.finished, 3);
+}
+
+#[test]
 fn a_full_kv_cache_queues_requests_below_max_num_seqs() {
     let model = PodModel {
         kv_cache_tokens: 1000,
