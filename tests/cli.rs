@@ -165,15 +165,38 @@ fn simulate_takes_the_scale_down_window_and_the_warm_start() {
             .position(|h| *h == "replica_hours")
             .expect("a replica_hours column");
         let row = summary.lines().nth(1).expect("one row");
-        row.split(',')
+        let hours = row
+            .split(',')
             .nth(column)
             .expect("value")
             .parse::<f64>()
-            .expect("a number")
+            .expect("a number");
+        // The μ the trigger used at the first point of the run: learned during a warm start,
+        // nothing yet from a cold one.
+        let series = std::fs::read_to_string(out.join("timeseries-spike.csv")).expect("timeseries");
+        let header: Vec<&str> = series.lines().next().expect("header").split(',').collect();
+        let column = header
+            .iter()
+            .position(|h| *h == "drain_rate")
+            .expect("a drain_rate column");
+        let first_mu = series
+            .lines()
+            .nth(1)
+            .and_then(|row| row.split(',').nth(column))
+            .expect("a first point")
+            .parse::<f64>()
+            .expect("a number");
+        (hours, first_mu)
     };
     let cold = replica_hours("300", "0");
-    assert_ne!(cold, replica_hours("0", "0"), "the window is used");
-    assert_ne!(cold, replica_hours("300", "600"), "the warm start is used");
+    assert_ne!(cold.0, replica_hours("0", "0").0, "the window is used");
+    let warm = replica_hours("300", "600");
+    assert!(
+        cold.1 == 0.0 && warm.1 > 0.0,
+        "the warm start is used: μ at the first point {} cold, {} warm",
+        cold.1,
+        warm.1
+    );
     for bad in ["--warmup-seconds=-1", "--scale-down-window-seconds=inf"] {
         let output = run(&["simulate", bad, "--out", dir.path().to_str().expect("utf8")]);
         assert_eq!(output.status.code(), Some(2), "{}", text(&output));

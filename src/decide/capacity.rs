@@ -285,6 +285,7 @@ impl CapacityState {
                         + (now.running - prev.running);
                 }
                 if params.learn_drain_rate {
+                    self.tokens.set_full_batch(self.learner.batch_cap());
                     for pod in pods {
                         let fresh = !stale_pods.contains(&pod.pod.as_str());
                         let counter = pod.finished_total.filter(|_| fresh);
@@ -331,6 +332,7 @@ impl CapacityState {
             }
             None => {
                 if params.learn_drain_rate {
+                    self.tokens.set_full_batch(self.learner.batch_cap());
                     for pod in pods {
                         let point = pod.finished_total.map(|finished_total| PodPoint {
                             waiting: pod.waiting,

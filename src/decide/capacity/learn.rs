@@ -284,6 +284,12 @@ impl DrainRateLearner {
         };
     }
 
+    /// The batch cap set by the newest [`DrainRateLearner::set_batch_cap`]:
+    /// `min(C, R/kv)`, the full batch as far as it is known.
+    pub fn batch_cap(&self) -> Option<f64> {
+        self.cap_hint
+    }
+
     /// The mean time in service of the samples, seconds, when known: how
     /// long a frozen counter may stay still before it is read as stale.
     pub fn service_seconds(&self) -> Option<f64> {

@@ -4,7 +4,7 @@
 //! A continuous-batching engine runs steps back to back while anything is
 //! running; a step with `k` requests decoding and `p` prompt tokens costs
 //! `a + b·k + c·p` (the pod model's form, and WVA's `ITL(k) = A·k + B` plus a
-//! prefill term). Over a busy stretch of a pod (requests running at both
+//! prefill term). Over a busy stretch of a pod (an eighth of the full batch running at both
 //! ends of every poll interval) the time is the work done:
 //!
 //! ```text
@@ -49,6 +49,14 @@ const CONFIDENT_RELATIVE_ERROR: f64 = 0.05;
 const CONFIDENT_SAMPLES: f64 = 6.0;
 /// A window busy for less than this says little.
 const MIN_BUSY_SECONDS: f64 = 20.0;
+/// A poll interval is busy time when the pod runs at least this fraction of
+/// the full batch at both of its ends (and at least one request). A pod
+/// running a few short requests idles between them inside the interval,
+/// and that idle time read as step time made `μ` up to 22 % low on bursty
+/// prefill-heavy traffic in the simulator; an eighth of the batch keeps such
+/// intervals out (docs/decisions/0027, 2026-12-04). Without a known full
+/// batch the floor is one request.
+const BUSY_FRACTION_OF_FULL_BATCH: f64 = 0.125;
 /// A running pod emits a token per decoding request every step (tens of
 /// milliseconds): one that runs requests for this long without a new token
 /// is read as a stale counter, not as a slow step.
@@ -119,9 +127,17 @@ pub struct TokenLearner {
     mix_at: Option<f64>,
     /// The newest poll had token counters on at least one pod.
     fresh: bool,
+    /// Requests a pod runs at both ends of a busy interval
+    /// ([`BUSY_FRACTION_OF_FULL_BATCH`]); 0 reads as 1.
+    busy_floor: f64,
 }
 
 impl TokenLearner {
+    /// The full batch as the request learner knows it, for the busy floor.
+    pub fn set_full_batch(&mut self, full: Option<f64>) {
+        self.busy_floor = full.map_or(1.0, |k| (BUSY_FRACTION_OF_FULL_BATCH * k).max(1.0));
+    }
+
     /// Fold in one pod's reading at `t`; `None` (a token counter missing)
     /// drops its window.
     pub fn observe_pod(&mut self, pod: &str, t: f64, point: Option<TokenPoint>) {
@@ -162,7 +178,8 @@ impl TokenLearner {
             *window = fresh;
             return;
         }
-        if prev.running >= 1.0 && point.running >= 1.0 {
+        let floor = self.busy_floor.max(1.0);
+        if prev.running >= floor && point.running >= floor {
             window.busy += dt;
             window.steps += dg / running.max(1.0);
             window.generated += dg;

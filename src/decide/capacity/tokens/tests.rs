@@ -214,6 +214,31 @@ fn missing_reset_or_still_token_counters_drop_the_window() {
     }
 }
 
+/// One pod running `running` requests finishes `x` requests of the ramp mix by `t`: its
+/// counters (`total`: finished, generated, prompt) and the fleet's mix, fed to `learner`.
+fn one_pod_finishes(
+    learner: &mut TokenLearner,
+    total: &mut [f64; 3],
+    t: f64,
+    running: f64,
+    x: f64,
+) {
+    total[0] += x;
+    total[1] += x * RAMP.output;
+    total[2] += x * RAMP.input;
+    learner.observe_pod(
+        "pod-0",
+        t,
+        Some(TokenPoint {
+            running,
+            finished_total: total[0],
+            generation_tokens_total: total[1],
+            prompt_tokens_total: total[2],
+        }),
+    );
+    learner.observe_mix(t, Some([x * RAMP.output, x * RAMP.input, x]));
+}
+
 #[test]
 fn one_batch_and_one_mix_are_not_enough_to_be_confident() {
     // Every window at the same batch and mix pins one combination of the
@@ -223,21 +248,45 @@ fn one_batch_and_one_mix_are_not_enough_to_be_confident() {
     for i in 0..400 {
         let t = 5.0 * i as f64;
         let x = throughput(RAMP, 40.0) * 5.0;
-        total[0] += x;
-        total[1] += x * RAMP.output;
-        total[2] += x * RAMP.input;
-        learner.observe_pod(
-            "pod-0",
-            t,
-            Some(TokenPoint {
-                running: 40.0,
-                finished_total: total[0],
-                generation_tokens_total: total[1],
-                prompt_tokens_total: total[2],
-            }),
-        );
-        learner.observe_mix(t, Some([x * RAMP.output, x * RAMP.input, x]));
+        one_pod_finishes(&mut learner, &mut total, t, 40.0, x);
     }
     let e = learner.estimate(Some(RAMP.full)).expect("a fit");
     assert!(!e.confident(), "{e:?}");
+}
+
+#[test]
+fn a_pod_idling_between_a_few_requests_is_not_read_as_slow_steps() {
+    // Two minutes at an ordinary batch (a third to two thirds of the full batch), then two
+    // minutes of a burst's tail: two requests running at every poll, but the pod busy only
+    // 40 % of the time (it finishes them and idles until the next arrives). Read as busy,
+    // that idle time is step time and μ comes out low; below an eighth of the full batch
+    // the interval is left out.
+    // (full batch given to the learner, within 5 % of the model's μ)
+    let cases = [(Some(RAMP.full), true), (None, false)];
+    for (full, accurate) in cases {
+        let mut learner = TokenLearner::default();
+        learner.set_full_batch(full);
+        let mut total = [0.0; 3];
+        let mut jitter = Jitter(5);
+        for i in 0..720 {
+            let t = 5.0 * i as f64;
+            let sparse = (i / 24) % 2 == 1;
+            let (k, x) = if sparse {
+                (2.0, 0.4 * throughput(RAMP, 2.0) * 5.0)
+            } else {
+                let k = (RAMP.full * (0.5 + 0.17 * (t / 300.0).sin())).round();
+                (k, throughput(RAMP, k) * 5.0 * (1.0 + 0.05 * jitter.next()))
+            };
+            one_pod_finishes(&mut learner, &mut total, t, k, x);
+        }
+        let e = learner.estimate(Some(RAMP.full)).expect("a fit");
+        let error = e.drain_rate / mu(RAMP) - 1.0;
+        assert_eq!(
+            error.abs() <= 0.05,
+            accurate,
+            "full batch {full:?}: μ {:.3} vs {:.3} ({error:+.3})",
+            e.drain_rate,
+            mu(RAMP)
+        );
+    }
 }
