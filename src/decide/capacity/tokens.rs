@@ -57,6 +57,11 @@ const MIN_BUSY_SECONDS: f64 = 20.0;
 /// intervals out (docs/decisions/0027, 2026-12-04). Without a known full
 /// batch the floor is one request.
 const BUSY_FRACTION_OF_FULL_BATCH: f64 = 0.125;
+/// ... and at most this many requests: a pod running that many does not
+/// empty between two polls, and an engine with a large batch cap
+/// (`max_num_seqs` 256 and room in the KV cache) still learns in tokens at
+/// a few dozen requests. The simulator's full batches (85–115) stay below it.
+const BUSY_FLOOR_MAX_REQUESTS: f64 = 16.0;
 /// A running pod emits a token per decoding request every step (tens of
 /// milliseconds): one that runs requests for this long without a new token
 /// is read as a stale counter, not as a slow step.
@@ -128,14 +133,17 @@ pub struct TokenLearner {
     /// The newest poll had token counters on at least one pod.
     fresh: bool,
     /// Requests a pod runs at both ends of a busy interval
-    /// ([`BUSY_FRACTION_OF_FULL_BATCH`]); 0 reads as 1.
+    /// ([`BUSY_FRACTION_OF_FULL_BATCH`], [`BUSY_FLOOR_MAX_REQUESTS`]); 0
+    /// reads as 1.
     busy_floor: f64,
 }
 
 impl TokenLearner {
     /// The full batch as the request learner knows it, for the busy floor.
     pub fn set_full_batch(&mut self, full: Option<f64>) {
-        self.busy_floor = full.map_or(1.0, |k| (BUSY_FRACTION_OF_FULL_BATCH * k).max(1.0));
+        self.busy_floor = full.map_or(1.0, |k| {
+            (BUSY_FRACTION_OF_FULL_BATCH * k).clamp(1.0, BUSY_FLOOR_MAX_REQUESTS)
+        });
     }
 
     /// Fold in one pod's reading at `t`; `None` (a token counter missing)

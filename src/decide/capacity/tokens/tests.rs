@@ -290,3 +290,19 @@ fn a_pod_idling_between_a_few_requests_is_not_read_as_slow_steps() {
         );
     }
 }
+
+#[test]
+fn the_busy_floor_is_an_eighth_of_the_full_batch_within_one_and_sixteen_requests() {
+    // (full batch, requests a busy interval needs at both ends)
+    let cases = [
+        (None, 1.0),
+        (Some(4.0), 1.0),
+        (Some(85.0), 10.625),
+        (Some(256.0), 16.0),
+    ];
+    for (full, floor) in cases {
+        let mut learner = TokenLearner::default();
+        learner.set_full_batch(full);
+        assert_eq!(learner.busy_floor, floor, "full batch {full:?}");
+    }
+}
