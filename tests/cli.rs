@@ -130,10 +130,27 @@ fn serve_rejects_a_bad_config_file_and_flag() {
 
 /// `simulate`'s HPA scale-down window and warm start reach the run (the header says them
 /// and the replica-hours move), and a value that is no duration is refused naming the flag.
+/// `column` of the first data row of the CSV file at `path`, as a number.
+fn first_row_value(path: &std::path::Path, column: &str) -> f64 {
+    let csv = std::fs::read_to_string(path).expect("a CSV file");
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().expect("header").split(',').collect();
+    let index = header
+        .iter()
+        .position(|h| *h == column)
+        .unwrap_or_else(|| panic!("a {column} column in {}", path.display()));
+    lines
+        .next()
+        .and_then(|row| row.split(',').nth(index))
+        .expect("a first row")
+        .parse()
+        .expect("a number")
+}
+
 #[test]
 fn simulate_takes_the_scale_down_window_and_the_warm_start() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let replica_hours = |window: &str, warmup: &str| {
+    let simulate = |window: &str, warmup: &str| {
         let out = dir.path().join(format!("w{window}-{warmup}"));
         let output = run(&[
             "simulate",
@@ -158,39 +175,16 @@ fn simulate_takes_the_scale_down_window_and_the_warm_start() {
             )),
             "{shown}"
         );
-        let summary = std::fs::read_to_string(out.join("summary.csv")).expect("summary.csv");
-        let header: Vec<&str> = summary.lines().next().expect("header").split(',').collect();
-        let column = header
-            .iter()
-            .position(|h| *h == "replica_hours")
-            .expect("a replica_hours column");
-        let row = summary.lines().nth(1).expect("one row");
-        let hours = row
-            .split(',')
-            .nth(column)
-            .expect("value")
-            .parse::<f64>()
-            .expect("a number");
-        // The μ the trigger used at the first point of the run: learned during a warm start,
-        // nothing yet from a cold one.
-        let series = std::fs::read_to_string(out.join("timeseries-spike.csv")).expect("timeseries");
-        let header: Vec<&str> = series.lines().next().expect("header").split(',').collect();
-        let column = header
-            .iter()
-            .position(|h| *h == "drain_rate")
-            .expect("a drain_rate column");
-        let first_mu = series
-            .lines()
-            .nth(1)
-            .and_then(|row| row.split(',').nth(column))
-            .expect("a first point")
-            .parse::<f64>()
-            .expect("a number");
-        (hours, first_mu)
+        // Replica-hours, and the μ the trigger used at the first point of the run: learned
+        // during a warm start, nothing yet from a cold one.
+        (
+            first_row_value(&out.join("summary.csv"), "replica_hours"),
+            first_row_value(&out.join("timeseries-spike.csv"), "drain_rate"),
+        )
     };
-    let cold = replica_hours("300", "0");
-    assert_ne!(cold.0, replica_hours("0", "0").0, "the window is used");
-    let warm = replica_hours("300", "600");
+    let cold = simulate("300", "0");
+    assert_ne!(cold.0, simulate("0", "0").0, "the window is used");
+    let warm = simulate("300", "600");
     assert!(
         cold.1 == 0.0 && warm.1 > 0.0,
         "the warm start is used: μ at the first point {} cold, {} warm",

@@ -241,6 +241,9 @@ impl CapacityState {
         // every use below (the idle floor, the burst test, the estimate)
         // must see the same value.
         let drain;
+        // The token learner's busy floor follows the full batch as the
+        // request learner has it from the polls before this one.
+        self.tokens.set_full_batch(self.learner.batch_cap());
         match self.previous.take() {
             Some((t0, before)) if t > t0 => {
                 let dt = t - t0;
@@ -285,7 +288,6 @@ impl CapacityState {
                         + (now.running - prev.running);
                 }
                 if params.learn_drain_rate {
-                    self.tokens.set_full_batch(self.learner.batch_cap());
                     for pod in pods {
                         let fresh = !stale_pods.contains(&pod.pod.as_str());
                         let counter = pod.finished_total.filter(|_| fresh);
@@ -332,7 +334,6 @@ impl CapacityState {
             }
             None => {
                 if params.learn_drain_rate {
-                    self.tokens.set_full_batch(self.learner.batch_cap());
                     for pod in pods {
                         let point = pod.finished_total.map(|finished_total| PodPoint {
                             waiting: pod.waiting,

@@ -187,7 +187,7 @@ impl Pod {
     /// running list only in the step that schedules its first tokens, so a prompt held back
     /// by the step's token budget is still waiting.
     pub fn waiting(&self) -> usize {
-        self.waiting.len() + self.prefilling.iter().filter(|p| !p.started()).count()
+        self.waiting.len() + self.not_begun().count()
     }
 
     /// Requests in model execution batches (`vllm:num_requests_running`, as its HELP text
@@ -195,7 +195,12 @@ impl Pod {
     /// admitted prompts queue for the token budget, and counting them here would inflate the
     /// batch the learners see (docs/decisions/0014).
     pub fn running(&self) -> usize {
-        self.decoding.len() + self.prefilling.iter().filter(|p| p.started()).count()
+        self.admitted() - self.not_begun().count()
+    }
+
+    /// Admitted prompts no step has given a chunk yet.
+    fn not_begun(&self) -> impl Iterator<Item = &Prefilling> {
+        self.prefilling.iter().filter(|p| !p.started())
     }
 
     /// Requests holding a sequence slot: in prefill (begun or not) or decoding. The
@@ -438,12 +443,7 @@ impl Pod {
     /// scheduled, so the contexts reserved for prompts not begun are not in the gauge (and
     /// `running / usage` stays the batch at which the cache is full).
     fn kv_cache_usage(&self, model: &PodModel) -> f64 {
-        let not_begun: u64 = self
-            .prefilling
-            .iter()
-            .filter(|p| !p.started())
-            .map(|p| Pod::context(&p.request))
-            .sum();
+        let not_begun: u64 = self.not_begun().map(|p| Pod::context(&p.request)).sum();
         (self.kv_used.saturating_sub(not_begun) as f64 / model.kv_cache_tokens as f64).min(1.0)
     }
 
