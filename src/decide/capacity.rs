@@ -6,7 +6,8 @@
 //! a      = Σ_pods (ΔF_i + ΔW_i + ΔR_i)            arrivals in the poll (F = finished counter)
 //! λ̂     ← λ̂ + (1 − e^(−Δt/τ))·(a/Δt − λ̂)        τ = arrivalSmoothingSeconds
 //! λ_peak = max of λ̂ over the hold: peakHoldSeconds within burstMemory of a
-//!          burst (λ̂ rose by a burst's size within BURST_RISE_SECONDS), 3× that
+//!          burst (λ̂ rose by a burst's size, beyond its own noise, within
+//!          BURST_RISE_SECONDS), 3× that
 //!          (≤ burstMemory) after two bursts within it, else at most
 //!          QUIET_PEAK_HOLD_SECONDS
 //! D      = T·( (1 + headroom)·λ_peak/μ + Σ_pods min(1, W_i/(μ·H)) )      H = drainHorizonSeconds
@@ -30,8 +31,12 @@ use serde::Serialize;
 use crate::source::engine::PodReading;
 pub use crate::trigger::params::CapacityParams;
 
+mod burst;
 pub mod learn;
 pub mod tokens;
+
+use burst::BurstTracker;
+pub use burst::{BURST_MEMORY_SECONDS, BURST_RISE_SECONDS, QUIET_PEAK_HOLD_SECONDS};
 
 use learn::{DrainRateLearner, DrainRateSource, PodPoint};
 use tokens::{TokenLearner, TokenPoint};
@@ -145,29 +150,6 @@ pub struct CapacityEstimate {
 /// that needs a replica).
 const IDLE_RATE_FRACTION: f64 = 1e-3;
 
-/// A burst is a rise of `λ̂` within this many seconds (about one cold start):
-/// faster than new pods can be ready, so the next one is met only by pods
-/// kept from the last.
-pub const BURST_RISE_SECONDS: f64 = 120.0;
-/// A rise is a burst when it is at least this many pods' drain rate ...
-const BURST_MIN_PODS: f64 = 2.0;
-/// ... and at least this fraction of the rate it rose from.
-const BURST_MIN_FRACTION: f64 = 0.5;
-/// After the last burst, the full `peakHoldSeconds` is kept this long: a
-/// load that burst recently is expected to burst again (docs/decisions/0025).
-pub const BURST_MEMORY_SECONDS: f64 = 1800.0;
-/// A load that burst at least this many times within
-/// [`BURST_MEMORY_SECONDS`] bursts recurrently: its gaps between bursts are
-/// shorter than the memory, so the hold is stretched to cover them.
-const RECURRENT_BURSTS: usize = 2;
-/// On a recurrently bursting load the hold is this many times
-/// `peakHoldSeconds`, at most [`BURST_MEMORY_SECONDS`] (docs/decisions/0029).
-const RECURRENT_HOLD_FACTOR: f64 = 3.0;
-/// The hold on a load with no burst in [`BURST_MEMORY_SECONDS`]: a ramp or a
-/// diurnal curve does not come back within a cold start, and the HPA's own
-/// scale-down window (300 s by default) already damps its noise.
-pub const QUIET_PEAK_HOLD_SECONDS: f64 = 120.0;
-
 /// Per-trigger state across readings.
 #[derive(Debug, Clone, Default)]
 pub struct CapacityState {
@@ -186,14 +168,8 @@ pub struct CapacityState {
     first_at: Option<f64>,
     /// A rate has been measured (two readings with every counter).
     rate_measured: bool,
-    /// (time, λ̂) over the last [`BURST_RISE_SECONDS`], to see a burst.
-    recent: VecDeque<(f64, f64)>,
-    /// When `λ̂` last rose like a burst.
-    last_burst_at: Option<f64>,
-    /// When each distinct burst of the last [`BURST_MEMORY_SECONDS`] began
-    /// (polls rising like a burst within [`BURST_RISE_SECONDS`] of each
-    /// other are one burst), oldest first.
-    burst_starts: VecDeque<f64>,
+    /// Bursts seen, for the peak hold.
+    bursts: BurstTracker,
 }
 
 /// Finishes a pod running `R` requests for `Δt` must show, at the learned
@@ -324,6 +300,9 @@ impl CapacityState {
                     }
                     self.smoothed = Some(next);
                     self.rate_measured = true;
+                    self.bursts.note_rate(arrival_rate, dt, alpha);
+                } else {
+                    self.bursts.gap();
                 }
             }
             Some((t0, before)) => {
@@ -370,9 +349,9 @@ impl CapacityState {
         self.peaks.push_back((t, smoothed));
         // Before a rate is measured λ̂ reads 0: the first rate is no burst.
         if self.smoothed.is_some() {
-            self.note_burst(t, smoothed, drain.mu);
+            self.bursts.note(t, smoothed, drain.mu);
         }
-        let hold = self.peak_hold(params, t);
+        let hold = self.bursts.hold(params.peak_hold_seconds, t);
         while self.peaks.front().is_some_and(|(at, _)| *at < t - hold) {
             self.peaks.pop_front();
         }
@@ -390,67 +369,6 @@ impl CapacityState {
         };
         let left = params.arrival_smoothing_seconds - (t - first);
         (left > 0.0 || !self.rate_measured).then_some(left.max(0.0))
-    }
-
-    /// Records `λ̂` and whether it just rose like a burst: by at least
-    /// [`BURST_MIN_PODS`] pods' `μ` and [`BURST_MIN_FRACTION`] of the lowest
-    /// `λ̂` of the last [`BURST_RISE_SECONDS`]. Without a `μ` nothing is a
-    /// burst (the backlog floor decides then anyway).
-    fn note_burst(&mut self, t: f64, smoothed: f64, drain_rate: Option<f64>) {
-        while self
-            .recent
-            .front()
-            .is_some_and(|(at, _)| *at < t - BURST_RISE_SECONDS)
-        {
-            self.recent.pop_front();
-        }
-        self.recent.push_back((t, smoothed));
-        let Some(mu) = drain_rate else {
-            return;
-        };
-        let low = self
-            .recent
-            .iter()
-            .map(|(_, v)| *v)
-            .fold(f64::INFINITY, f64::min);
-        let rise = smoothed - low;
-        if rise >= BURST_MIN_PODS * mu && rise >= BURST_MIN_FRACTION * low {
-            if self
-                .last_burst_at
-                .is_none_or(|at| t - at > BURST_RISE_SECONDS)
-            {
-                self.burst_starts.push_back(t);
-            }
-            self.last_burst_at = Some(t);
-        }
-        while self
-            .burst_starts
-            .front()
-            .is_some_and(|at| *at < t - BURST_MEMORY_SECONDS)
-        {
-            self.burst_starts.pop_front();
-        }
-    }
-
-    /// The peak hold in force at `t`: `peakHoldSeconds` within
-    /// [`BURST_MEMORY_SECONDS`] of a burst, stretched by
-    /// [`RECURRENT_HOLD_FACTOR`] when the load bursts recurrently, else at
-    /// most [`QUIET_PEAK_HOLD_SECONDS`].
-    fn peak_hold(&self, params: &CapacityParams, t: f64) -> f64 {
-        let recent_bursts = self
-            .burst_starts
-            .iter()
-            .filter(|at| t - **at <= BURST_MEMORY_SECONDS)
-            .count();
-        match self.last_burst_at {
-            Some(at) if t - at <= BURST_MEMORY_SECONDS && recent_bursts >= RECURRENT_BURSTS => {
-                (RECURRENT_HOLD_FACTOR * params.peak_hold_seconds)
-                    .min(BURST_MEMORY_SECONDS)
-                    .max(params.peak_hold_seconds)
-            }
-            Some(at) if t - at <= BURST_MEMORY_SECONDS => params.peak_hold_seconds,
-            _ => params.peak_hold_seconds.min(QUIET_PEAK_HOLD_SECONDS),
-        }
     }
 
     fn drain(&self, params: &CapacityParams, running_per_replica: Option<f64>) -> Drain {
@@ -549,7 +467,7 @@ impl CapacityState {
             arrival_rate: self.last_arrival_rate,
             smoothed_rate: smoothed,
             peak_rate: peak,
-            peak_hold_seconds: self.peak_hold(params, t),
+            peak_hold_seconds: self.bursts.hold(params.peak_hold_seconds, t),
             drain_rate: drain.mu.unwrap_or(0.0),
             drain_rate_learned: matches!(
                 drain.source,

@@ -350,3 +350,38 @@ fn a_load_that_bursts_again_within_thirty_minutes_keeps_its_peak_longer() {
         );
     }
 }
+
+#[test]
+fn clumped_arrivals_are_no_burst_and_a_real_burst_on_them_still_is() {
+    // μ = 2 req/s: by size alone a burst is a rise of λ̂ by ≥ 4 req/s and
+    // ≥ 50 % within 120 s. A clumped load (every fourth poll a clump, 30
+    // req/s for 5 s, on 6 req/s) swings λ̂ by ~7 req/s with no change in
+    // demand; its noise, once measured, keeps those swings from being
+    // bursts (without the noise test the hold is 600 s at the end: a burst
+    // every 20 s). Rows: the load after 40 min of clumps, and the
+    // hold in force at its end.
+    let p = CapacityParams {
+        peak_hold_seconds: 600.0,
+        ..params()
+    };
+    let polls = ((BURST_MEMORY_SECONDS + 600.0) / 5.0) as usize;
+    let clumped: Vec<f64> = (0..polls)
+        .map(|i| if i % 4 == 3 { 30.0 } else { 6.0 })
+        .collect();
+    let table: [(&str, Vec<f64>, f64); 3] = [
+        ("clumps only", vec![], QUIET_PEAK_HOLD_SECONDS),
+        ("then 120 s at 150 req/s", vec![150.0; 24], 600.0),
+        (
+            "then 120 s at 14 req/s",
+            vec![14.0; 24],
+            QUIET_PEAK_HOLD_SECONDS,
+        ),
+    ];
+    for (name, tail, hold) in table {
+        let mut rates = clumped.clone();
+        rates.extend(tail);
+        let mut state = CapacityState::default();
+        let e = *drive(&mut state, &p, &rates).last().expect("estimate");
+        assert_eq!(e.peak_hold_seconds, hold, "{name}: {e:?}");
+    }
+}
