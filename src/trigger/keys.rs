@@ -145,7 +145,8 @@ pub const DRAIN_RATE_PER_REPLICA: &str = "drainRatePerReplica";
 /// Time constant of the arrival-rate EWMA, seconds. Default 15.
 pub const ARRIVAL_SMOOTHING_SECONDS: &str = "arrivalSmoothingSeconds";
 /// How long the peak arrival rate is held after a burst, seconds. Default
-/// 600. A burst is `λ̂` rising by two pods' `μ` and 50 % within 120 s; for
+/// 600. A burst is `λ̂` rising by two pods' `μ`, 50 % and 12 standard
+/// deviations of its own noise within 120 s (docs/decisions/0030); for
 /// 30 minutes after one the hold keeps the pods the next burst needs (they
 /// take a cold start to come back); after two or more within 30 minutes,
 /// three times this, at most 1800 s (docs/decisions/0029). A load with no
