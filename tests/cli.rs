@@ -148,6 +148,65 @@ fn first_row_value(path: &std::path::Path, column: &str) -> f64 {
 }
 
 #[test]
+fn simulate_starts_the_default_from_a_prior_and_reports_its_learned_mu() {
+    // `--prior-factor F` gives `default` a `drainRatePerReplica` of F times the pod model's μ:
+    // with no warm start, that prior is its μ at the first point. The learned-μ table judges
+    // the polls from 15 minutes on (20-minute run: 900–1200 s, every 5 s).
+    let dir = tempfile::tempdir().expect("tempdir");
+    let simulate = |factor: Option<&str>| {
+        let out = dir.path().join(format!("p{}", factor.unwrap_or("none")));
+        let mut args = vec![
+            "simulate".to_owned(),
+            "--scenario=ramp".to_owned(),
+            "--policy=default".to_owned(),
+            "--seeds=1".to_owned(),
+            "--duration-minutes=20".to_owned(),
+            "--warmup-seconds=0".to_owned(),
+            format!("--out={}", out.to_str().expect("utf8")),
+        ];
+        if let Some(f) = factor {
+            args.push(format!("--prior-factor={f}"));
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let output = run(&args);
+        let shown = text(&output);
+        assert!(output.status.success(), "{shown}");
+        assert!(
+            shown.contains("`default`'s learned μ against the pod model's"),
+            "{shown}"
+        );
+        let table = std::fs::read_to_string(out.join("mu.md")).expect("mu.md");
+        let row = table.lines().nth(2).unwrap_or_default();
+        assert!(row.starts_with("| ramp | 61 | "), "{table}");
+        first_row_value(&out.join("timeseries-ramp.csv"), "drain_rate")
+    };
+    let (none, one, two) = (simulate(None), simulate(Some("1")), simulate(Some("2")));
+    assert_eq!(
+        none, 0.0,
+        "no prior, no warm start: nothing known at the first point"
+    );
+    assert!(
+        one > 7.0 && one < 8.0,
+        "the model's μ (7.58) as the prior: {one}"
+    );
+    assert!((two / one - 2.0).abs() < 1e-3, "twice it: {two} vs {one}");
+    for bad in ["0", "-1", "nan"] {
+        let output = run(&[
+            "simulate",
+            &format!("--prior-factor={bad}"),
+            "--out",
+            dir.path().to_str().expect("utf8"),
+        ]);
+        assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+        assert!(
+            text(&output).contains("--prior-factor must be a number > 0"),
+            "{}",
+            text(&output)
+        );
+    }
+}
+
+#[test]
 fn simulate_takes_the_scale_down_window_and_the_warm_start() {
     let dir = tempfile::tempdir().expect("tempdir");
     let simulate = |window: &str, warmup: &str| {

@@ -13,7 +13,7 @@ use crate::sim::policies::PolicyKind;
 use crate::sim::run::{SimConfig, run_matrix, scenario_means};
 use crate::sim::trace::{ParsedTrace, parse_trace};
 use crate::sim::workload::TokenMix;
-use crate::sim::{report, svg, sweep};
+use crate::sim::{mu_error, report, svg, sweep};
 
 /// The project's own chat-like request-level trace (Azure CSV format; sim/traces/).
 const CHAT_TRACE: &str = include_str!("../../sim/traces/chat.csv");
@@ -145,6 +145,11 @@ pub struct SimulateArgs {
     /// validates it.
     #[arg(long, value_name = "KEY=VALUE")]
     pub capacity_set: Vec<String>,
+    /// Give the `default` trigger a `drainRatePerReplica` of F times each scenario's pod-model
+    /// μ as its prior (2 or 0.5: a load test 2× off); without it, no prior. The learned μ's
+    /// table shows how far it converges.
+    #[arg(long, value_name = "F")]
+    pub prior_factor: Option<f64>,
     /// Runs in parallel (default: the number of CPUs).
     #[arg(long)]
     pub jobs: Option<usize>,
@@ -338,6 +343,12 @@ pub fn config(args: &SimulateArgs) -> Result<SimConfig, String> {
     config.max_replicas = args.max_replicas;
     config.behavior.scale_up = args.scale_up.rules();
     config.policy.scaler_ttft_guard = args.ttft_guard;
+    if let Some(factor) = args.prior_factor
+        && !(factor > 0.0 && factor.is_finite())
+    {
+        return Err(format!("--prior-factor must be a number > 0, got {factor}"));
+    }
+    config.policy.default_prior_factor = args.prior_factor;
     for pair in &args.capacity_set {
         let Some((key, value)) = pair.split_once('=') else {
             return Err(format!("--capacity-set `{pair}`: expected KEY=VALUE"));
@@ -454,6 +465,19 @@ fn simulate(args: &SimulateArgs) -> Result<(), String> {
         write(&args.out, "summary.csv", &report::summary_csv(&summaries))?,
         write(&args.out, "summary.md", &report::markdown_table(&summaries))?,
     ];
+    let learned = mu_error::summarize(
+        results
+            .iter()
+            .filter(|r| r.policy == PolicyKind::Default)
+            .map(|r| (r.scenario.as_str(), r.learned_mu_errors.as_slice())),
+    );
+    if !learned.is_empty() {
+        let table = mu_error::markdown_table(&learned);
+        println!(
+            "\n`default`'s learned μ against the pod model's (settled polls: from 15 minutes on, and 10 minutes after the mix changes; all seeds):\n\n{table}"
+        );
+        written.push(write(&args.out, "mu.md", &table)?);
+    }
     if let Some(scenario) = scenarios.iter().find(|s| s.name == svg_scenario) {
         let drawn: Vec<_> = traces
             .into_iter()

@@ -21,6 +21,7 @@
 //! | [`oracle`] | the clairvoyant lower bound on GPU-hours (decision 0018) |
 //! | [`run`] | one run, and the matrix of runs on threads |
 //! | [`report`] | means over seeds, tables, CSV |
+//! | [`mu_error`] | the learned μ against the pod model's, over seeds |
 //! | [`sweep`] | the cold-start sweep's tables |
 //! | [`svg`] | the chart |
 
@@ -28,6 +29,7 @@ pub mod arrivals;
 pub mod fleet;
 pub mod hpa;
 pub mod model;
+pub mod mu_error;
 pub mod oracle;
 pub mod pod;
 pub mod policies;

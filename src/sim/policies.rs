@@ -88,6 +88,10 @@ pub struct PolicySettings {
     pub drain_rate_per_replica: f64,
     /// Set `ttftSloSeconds` on this scaler's triggers (the latency guard).
     pub scaler_ttft_guard: bool,
+    /// `default`'s `drainRatePerReplica` prior as a multiple of
+    /// `drain_rate_per_replica` (`--prior-factor`: a load test that far off);
+    /// `None`: no prior, as a user without a load test deploys it.
+    pub default_prior_factor: Option<f64>,
     /// Extra metadata of the `default` and `capacity` triggers
     /// (`--capacity-set`), applied last: overrides the keys above.
     pub capacity_extra: Vec<(String, String)>,
@@ -125,6 +129,14 @@ pub fn scaler_metadata(kind: PolicyKind, settings: &PolicySettings) -> Vec<(Stri
         // The reference row: the true μ, fixed (a learned μ is `default`'s
         // job, docs/decisions/0022).
         metadata.push(("learnDrainRate", "false".to_owned()));
+    }
+    if kind == PolicyKind::Default
+        && let Some(factor) = settings.default_prior_factor
+    {
+        metadata.push((
+            "drainRatePerReplica",
+            format!("{:.3}", factor * settings.drain_rate_per_replica),
+        ));
     }
     let mut metadata: Vec<(String, String)> = metadata
         .into_iter()

@@ -317,6 +317,7 @@ mod tests {
             scale_events: 3,
             under_provisioned_minutes: 1,
             scaler_errors: 0,
+            learned_mu_errors: Vec::new(),
         }
     }
 

@@ -18,6 +18,7 @@ use super::arrivals::Scenario;
 use super::fleet::Fleet;
 use super::hpa::{Behavior, Hpa, Keda};
 use super::model::{MixMeans, PodModel};
+use super::mu_error::ModelMu;
 use super::oracle::{self, MinuteLoad};
 use super::policies::{Controller, PolicyKind, PolicySettings, ScalerCall};
 use super::view::{PrometheusTiming, PrometheusView};
@@ -62,6 +63,7 @@ impl Default for SimConfig {
                 // Set per scenario to the pod model's μ for its mix (see `run_one`).
                 drain_rate_per_replica: 0.0,
                 scaler_ttft_guard: true,
+                default_prior_factor: None,
                 capacity_extra: Vec::new(),
                 seed_ttft_window_seconds: 60.0,
                 production_stack_waiting: 5.0,
@@ -139,6 +141,9 @@ pub struct RunResult {
     pub under_provisioned_minutes: u32,
     /// Scaler polls that answered an error (0 expected).
     pub scaler_errors: usize,
+    /// `default` only: `learned/model − 1` of `μ` at each settled poll
+    /// ([`super::mu_error::ModelMu::settled`]); empty for every other policy.
+    pub learned_mu_errors: Vec<f64>,
 }
 
 /// One point of a run's time series.
@@ -242,6 +247,8 @@ pub fn run_one(
     let mut peak = initial;
     let mut scale_events = 0u32;
     let mut series = Vec::new();
+    let mut learned_mu_errors = Vec::new();
+    let model_mu = ModelMu::new(&config.pod, scenario, mu);
 
     for step in -(warmup as i64)..steps as i64 {
         let t1 = step as f64 + 1.0;
@@ -267,6 +274,13 @@ pub fn run_one(
             // An error is counted by the hook; the HPA keeps the last value,
             // as KEDA would until fallback.
             let _ = hook.observe(t1, fleet.reading());
+            if policy == PolicyKind::Default
+                && step >= 0
+                && model_mu.settled(t1)
+                && let Some(estimate) = hook.last().and_then(|d| d.components.capacity)
+            {
+                learned_mu_errors.push(estimate.drain_rate / model_mu.at(t1) - 1.0);
+            }
         }
         if minute.is_some() && !matches!(controller, Controller::Fixed(_)) {
             let current = fleet.replicas() as i32;
@@ -350,6 +364,7 @@ pub fn run_one(
         scale_events,
         under_provisioned_minutes,
         scaler_errors,
+        learned_mu_errors,
     };
     let trace = record.then(|| {
         let mut per_minute: Vec<Vec<f32>> = vec![Vec::new(); minutes];
@@ -416,6 +431,7 @@ fn oracle_run(
         scale_events,
         under_provisioned_minutes: 0,
         scaler_errors: 0,
+        learned_mu_errors: Vec::new(),
     };
     let trace = record.then(|| Trace {
         series: needed
