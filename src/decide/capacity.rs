@@ -32,6 +32,8 @@ use crate::source::engine::PodReading;
 pub use crate::trigger::params::CapacityParams;
 
 mod burst;
+#[cfg(test)]
+mod jitter;
 pub mod learn;
 pub mod tokens;
 

@@ -2,6 +2,7 @@
 //! closed loop (the fleet is sized from the `μ` in use, as the HPA would).
 
 use super::DrainRateSource;
+use crate::decide::capacity::jitter::Jitter;
 use crate::decide::capacity::{CapacityParams, CapacityState, PodCounters};
 
 /// `S(k) = α + β·k`, full batch `K` (from the KV gauge), cap `C`.
@@ -43,18 +44,6 @@ fn params(prior: Option<f64>) -> CapacityParams {
         headroom: 0.2,
         drain_horizon_seconds: 30.0,
         learn_drain_rate: true,
-    }
-}
-
-/// A small deterministic jitter in [-1, 1).
-struct Jitter(u64);
-impl Jitter {
-    fn next(&mut self) -> f64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((self.0 >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
     }
 }
 

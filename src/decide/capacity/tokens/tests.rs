@@ -2,6 +2,7 @@
 //! (`a + b·k + c·p`, the simulator's A100 constants), table-driven.
 
 use super::*;
+use crate::decide::capacity::jitter::Jitter;
 use crate::decide::capacity::{CapacityParams, CapacityState, DrainRateUnit, PodCounters};
 
 const STEP: [f64; 3] = [0.012_731, 0.000_119_1, 0.000_060_56];
@@ -39,18 +40,6 @@ fn throughput(mix: Mix, k: f64) -> f64 {
 
 fn mu(mix: Mix) -> f64 {
     throughput(mix, mix.full)
-}
-
-/// A small deterministic jitter in [-1, 1).
-struct Jitter(u64);
-impl Jitter {
-    fn next(&mut self) -> f64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((self.0 >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
-    }
 }
 
 /// Pods' counters over 5 s polls: pod `i` runs a batch that swings with
