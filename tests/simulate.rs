@@ -884,3 +884,36 @@ fn the_learned_mu_of_a_prefill_heavy_trace_converges_from_priors_two_times_off_w
         );
     }
 }
+
+/// Decision 0030 on the project's own traces: `chat`, a smooth load replayed 12× with each
+/// request's copies in the same millisecond, swings `λ̂` by more than two pods' μ within 120 s
+/// (its arrivals come in clumps), and is no burst: the hold stays the quiet one at every poll.
+/// `code-completion`'s bursts, in the same clumps, still are (a full `peakHoldSeconds`).
+#[test]
+fn a_smooth_trace_in_clumps_is_not_read_as_bursting_and_a_bursty_one_still_is() {
+    use backlog_scaler::decide::capacity::QUIET_PEAK_HOLD_SECONDS;
+    let config = SimConfig::default();
+    let scenarios = backlog_scaler::cli::simulate::all_scenarios(None, None).expect("traces");
+    for (name, bursts) in [("chat", false), ("code-completion", true)] {
+        let scenario = scenarios
+            .iter()
+            .find(|s| s.name == name)
+            .expect("a built-in trace");
+        let (_, trace) = run_one(&config, scenario, PolicyKind::Default, 0, true).expect("runs");
+        let holds: Vec<f64> = trace
+            .expect("recorded")
+            .scaler_calls
+            .iter()
+            .filter(|call| call.t >= 0.0)
+            .filter_map(|call| call.decision.as_ref().ok()?.components.capacity)
+            .map(|estimate| estimate.peak_hold_seconds)
+            .collect();
+        assert!(holds.len() > 300, "{name}: {} polls", holds.len());
+        let longest = holds.iter().copied().fold(0.0, f64::max);
+        if bursts {
+            assert!(longest >= 600.0, "{name}: the longest hold {longest} s");
+        } else {
+            assert_eq!(longest, QUIET_PEAK_HOLD_SECONDS, "{name}: a false burst");
+        }
+    }
+}
