@@ -474,7 +474,8 @@ fn simulate(args: &SimulateArgs) -> Result<(), String> {
     if !learned.is_empty() {
         let table = mu_error::markdown_table(&learned);
         println!(
-            "\n`default`'s learned μ against the pod model's (settled polls: from 15 minutes on, and 10 minutes after the mix changes; all seeds):\n\n{table}"
+            "\n`default`'s learned μ against the pod model's ({}; all seeds):\n\n{table}",
+            mu_error::settled_caption()
         );
         written.push(write(&args.out, "mu.md", &table)?);
     }

@@ -58,6 +58,15 @@ impl<'a> ModelMu<'a> {
     }
 }
 
+/// What a settled poll is, in words, for the table's caption.
+pub fn settled_caption() -> String {
+    format!(
+        "settled polls: from {:.0} minutes on, and {:.0} minutes after the mix changes",
+        SETTLE_SECONDS / 60.0,
+        AFTER_CHANGE_SECONDS / 60.0
+    )
+}
+
 /// One scenario's learned `μ` over its seeds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MuSummary {
@@ -105,8 +114,9 @@ pub fn summarize<'a>(runs: impl IntoIterator<Item = (&'a str, &'a [f64])>) -> Ve
 
 /// The table `simulate` prints and writes to `mu.md`.
 pub fn markdown_table(summaries: &[MuSummary]) -> String {
-    let mut out = String::from(
-        "| scenario | settled polls | within ±10 % | median error | worst error |\n|---|---:|---:|---:|---:|\n",
+    let mut out = format!(
+        "| scenario | settled polls | within ±{:.0} % | median error | worst error |\n|---|---:|---:|---:|---:|\n",
+        100.0 * WITHIN
     );
     for s in summaries {
         // Rounded down, so "100%" means every poll.

@@ -148,16 +148,16 @@ impl BurstTracker {
 /// difference, not a run of them, so a burst barely moves it while the
 /// clumping of arrivals shows in full.
 #[derive(Debug, Clone, Copy, Default)]
-pub(super) struct RateNoise {
+struct RateNoise {
     /// The newest poll's rate.
-    pub(super) last_rate: Option<f64>,
+    last_rate: Option<f64>,
     /// Smoothed `(Δrate)²/2`, (requests/s)².
-    pub(super) variance: Option<f64>,
+    variance: Option<f64>,
 }
 
 impl RateNoise {
     /// Fold in the rate of a poll `dt` seconds after the previous one.
-    pub(super) fn observe(&mut self, rate: f64, dt: f64) {
+    fn observe(&mut self, rate: f64, dt: f64) {
         if let Some(last) = self.last_rate {
             let sample = 0.5 * (rate - last).powi(2);
             let keep = (-dt / RATE_NOISE_SECONDS).exp();
@@ -171,13 +171,13 @@ impl RateNoise {
 
     /// The standard deviation of `λ̂`, an EWMA of these rates with weight
     /// `alpha` per poll: `σ·√(α/(2−α))`; 0 before two rates are known.
-    pub(super) fn smoothed_sigma(&self, alpha: f64) -> f64 {
+    fn smoothed_sigma(&self, alpha: f64) -> f64 {
         let v = self.variance.unwrap_or(0.0);
         (v * alpha / (2.0 - alpha).max(1e-9)).max(0.0).sqrt()
     }
 
     /// A poll without a rate: the next one is not differenced across it.
-    pub(super) fn gap(&mut self) {
+    fn gap(&mut self) {
         self.last_rate = None;
     }
 }
