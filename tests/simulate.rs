@@ -917,3 +917,29 @@ fn a_smooth_trace_in_clumps_is_not_read_as_bursting_and_a_bursty_one_still_is() 
         }
     }
 }
+
+/// Issue 13's convergence target at the peak of a burst that saturates the fleet (decision
+/// 0027, third note): vLLM counts a prompt as its prefill completes and a request as it
+/// finishes, so while the running gauge grows, prompts over finishes read high and μ low. With
+/// the prompts divided by the requests that began decoding (`ΔF + ΔR`), every settled poll of
+/// the seeds where that reading missed (`bursty` seed 7: four polls 10.7–12.8 % low; `spike`
+/// seed 3: one 10.9 % low) is within 10 % of the model's μ.
+#[test]
+fn the_learned_mu_stays_within_ten_percent_at_the_peak_of_a_saturating_burst() {
+    let config = SimConfig::default();
+    for (builtin, seed) in [(Builtin::Bursty, 7), (Builtin::Spike, 3)] {
+        let scenario = Scenario::builtin(builtin, None);
+        let (result, _) =
+            run_one(&config, &scenario, PolicyKind::Default, seed, false).expect("run");
+        let errors = &result.learned_mu_errors;
+        assert!(errors.len() > 500, "{builtin:?}: {} polls", errors.len());
+        let worst = errors
+            .iter()
+            .copied()
+            .fold(0.0, |w: f64, e| if e.abs() > w.abs() { e } else { w });
+        assert!(
+            worst.abs() <= 0.10,
+            "{builtin:?} seed {seed}: worst settled error {worst:+.3}"
+        );
+    }
+}

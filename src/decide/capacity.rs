@@ -41,7 +41,7 @@ use burst::BurstTracker;
 pub use burst::{BURST_MEMORY_SECONDS, BURST_RISE_SECONDS, QUIET_PEAK_HOLD_SECONDS};
 
 use learn::{DrainRateLearner, DrainRateSource, PodPoint};
-use tokens::{TokenLearner, TokenPoint};
+use tokens::{MixDelta, TokenLearner, TokenPoint};
 
 /// One pod's counters and gauges at one reading.
 #[derive(Debug, Clone, PartialEq)]
@@ -226,7 +226,7 @@ impl CapacityState {
             Some((t0, before)) if t > t0 => {
                 let dt = t - t0;
                 let mut arrivals = 0.0;
-                let mut mix = [0.0; 3];
+                let mut mix = MixDelta::default();
                 let mut mix_pods = 0;
                 let service = self.learner.service_seconds();
                 let mut stale_pods = Vec::new();
@@ -249,15 +249,13 @@ impl CapacityState {
                         continue; // counter reset: the pod restarted
                     }
                     if let (Some(a), Some(b)) = (now.token_point(), prev.token_point()) {
-                        let delta = [
-                            a.generation_tokens_total - b.generation_tokens_total,
-                            a.prompt_tokens_total - b.prompt_tokens_total,
-                            f_now - f_prev,
-                        ];
-                        if delta.iter().all(|d| *d >= 0.0) {
-                            for (m, d) in mix.iter_mut().zip(delta) {
-                                *m += d;
-                            }
+                        let generated = a.generation_tokens_total - b.generation_tokens_total;
+                        let prompt = a.prompt_tokens_total - b.prompt_tokens_total;
+                        if generated >= 0.0 && prompt >= 0.0 {
+                            mix.generated += generated;
+                            mix.prompt += prompt;
+                            mix.finished += f_now - f_prev;
+                            mix.begun += (f_now - f_prev) + (now.running - prev.running);
                             mix_pods += 1;
                         }
                     }
