@@ -232,7 +232,10 @@ impl TokenLearner {
             return;
         };
         // `begun` may fall (the running gauge drains); the counters may not.
-        if delta.generated < 0.0 || delta.prompt < 0.0 || delta.finished < 0.0 {
+        // The sources refuse NaN and infinities; refused here too, since one
+        // would stay in the smoothed totals for good.
+        let counters = [delta.generated, delta.prompt, delta.finished];
+        if !(counters.iter().all(|v| *v >= 0.0 && v.is_finite()) && delta.begun.is_finite()) {
             return;
         }
         self.fresh = true;

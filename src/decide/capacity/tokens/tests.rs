@@ -341,3 +341,41 @@ fn confidence_is_what_the_windows_and_the_constraints_pin_at_the_mix_converted()
         assert_eq!(e.confident(), confident, "prompts ×{ratio}: {e:?}");
     }
 }
+
+#[test]
+fn a_mix_delta_that_is_not_a_number_leaves_the_mix_as_it_was() {
+    // (field set to the bad value: generated, prompt, finished, begun)
+    let bad = [f64::NAN, f64::INFINITY, -1.0];
+    for field in 0..4 {
+        for value in bad {
+            if field == 3 && value == -1.0 {
+                continue; // `begun` falls when the running gauge drains
+            }
+            let mut learner = TokenLearner::default();
+            learner.observe_mix(
+                0.0,
+                Some(MixDelta {
+                    generated: 263.0,
+                    prompt: 1150.0,
+                    finished: 1.0,
+                    begun: 1.0,
+                }),
+            );
+            let before = learner.mix;
+            let mut delta = [263.0, 1150.0, 1.0, 1.0];
+            delta[field] = value;
+            let [generated, prompt, finished, begun] = delta;
+            learner.observe_mix(
+                5.0,
+                Some(MixDelta {
+                    generated,
+                    prompt,
+                    finished,
+                    begun,
+                }),
+            );
+            assert_eq!(learner.mix, before, "field {field} = {value}");
+            assert!(!learner.fresh, "field {field} = {value}: not a fresh mix");
+        }
+    }
+}
