@@ -248,20 +248,21 @@ impl CapacityState {
                     if f_now < f_prev {
                         continue; // counter reset: the pod restarted
                     }
+                    let finished = f_now - f_prev;
+                    // Requests that began decoding: finished, or still running.
+                    let begun = finished + (now.running - prev.running);
                     if let (Some(a), Some(b)) = (now.token_point(), prev.token_point()) {
                         let generated = a.generation_tokens_total - b.generation_tokens_total;
                         let prompt = a.prompt_tokens_total - b.prompt_tokens_total;
                         if generated >= 0.0 && prompt >= 0.0 {
                             mix.generated += generated;
                             mix.prompt += prompt;
-                            mix.finished += f_now - f_prev;
-                            mix.begun += (f_now - f_prev) + (now.running - prev.running);
+                            mix.finished += finished;
+                            mix.begun += begun;
                             mix_pods += 1;
                         }
                     }
-                    arrivals += (f_now - f_prev)
-                        + (now.waiting - prev.waiting)
-                        + (now.running - prev.running);
+                    arrivals += begun + (now.waiting - prev.waiting);
                 }
                 if params.learn_drain_rate {
                     for pod in pods {
