@@ -11,6 +11,7 @@ use backlog_scaler::sim::arrivals::{Builtin, Scenario};
 use backlog_scaler::sim::fleet::Fleet;
 use backlog_scaler::sim::hpa::{Behavior, Hpa, Keda, Target, replicas_for_metric};
 use backlog_scaler::sim::model::{MixMeans, PodModel};
+use backlog_scaler::sim::mu_error;
 use backlog_scaler::sim::policies::{PolicyKind, scaler_metadata};
 use backlog_scaler::sim::run::{SeriesPoint, SimConfig, run_matrix, run_one};
 use backlog_scaler::sim::view::instant_at;
@@ -931,15 +932,16 @@ fn the_learned_mu_stays_within_ten_percent_at_the_peak_of_a_saturating_burst() {
         let scenario = Scenario::builtin(builtin, None);
         let (result, _) =
             run_one(&config, &scenario, PolicyKind::Default, seed, false).expect("run");
-        let errors = &result.learned_mu_errors;
-        assert!(errors.len() > 500, "{builtin:?}: {} polls", errors.len());
-        let worst = errors
-            .iter()
-            .copied()
-            .fold(0.0, |w: f64, e| if e.abs() > w.abs() { e } else { w });
+        let summary =
+            mu_error::summarize([(scenario.name.as_str(), &result.learned_mu_errors[..])]);
+        let [run] = &summary[..] else {
+            panic!("{builtin:?}: one summary expected, got {summary:?}");
+        };
+        assert!(run.polls > 500, "{builtin:?}: {} polls", run.polls);
         assert!(
-            worst.abs() <= 0.10,
-            "{builtin:?} seed {seed}: worst settled error {worst:+.3}"
+            run.worst.abs() <= mu_error::WITHIN,
+            "{builtin:?} seed {seed}: worst settled error {:+.3}",
+            run.worst
         );
     }
 }
