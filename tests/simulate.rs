@@ -97,6 +97,10 @@ fn littles_law_holds_on_a_steady_load() {
     assert!((lambda - rate).abs() / rate < 0.05, "λ = {lambda}");
 }
 
+/// A saturated pod's running set is weighted by how long each request runs, so the long
+/// answers of a lognormal mix hold more of the KV cache than the mean request's context says:
+/// the model's μ divides the cache by the running context and is met within 1 % (dividing by
+/// the mean request's context put μ 2.1 % above what the pod finishes).
 #[test]
 fn a_saturated_pod_finishes_mu_requests_per_second() {
     let model = PodModel::default();
@@ -120,7 +124,7 @@ fn a_saturated_pod_finishes_mu_requests_per_second() {
     let throughput = (pod.finished_total.expect("counter") - before) / (horizon - warm);
     let expected = model.saturated_throughput(mix.means());
     assert!(
-        (throughput - expected).abs() / expected < 0.05,
+        (throughput - expected).abs() / expected < 0.01,
         "{throughput:.3} req/s, the model's μ {expected:.3}"
     );
 }
@@ -155,10 +159,10 @@ fn a_saturated_pod_finishes_mu_requests_per_second_for_decode_and_prefill_bound_
             "{input_tokens}/{output_tokens}: still saturated"
         );
         let throughput = (after - before) / (horizon - warm);
-        let expected = model.saturated_throughput(MixMeans {
-            input_tokens: f64::from(input_tokens),
-            output_tokens: f64::from(output_tokens),
-        });
+        let expected = model.saturated_throughput(MixMeans::uniform(
+            f64::from(input_tokens),
+            f64::from(output_tokens),
+        ));
         assert!(
             (throughput / expected - 1.0).abs() < 0.02,
             "{input_tokens}/{output_tokens}: {throughput:.3} req/s, the model's μ {expected:.3}"
@@ -924,7 +928,9 @@ fn a_smooth_trace_in_clumps_is_not_read_as_bursting_and_a_bursty_one_still_is() 
 /// finishes, so while the running gauge grows, prompts over finishes read high and μ low. With
 /// the prompts divided by the requests that began decoding (`ΔF + ΔR`), every settled poll of
 /// the seeds where that reading missed (`bursty` seed 7: four polls 10.7–12.8 % low; `spike`
-/// seed 3: one 10.9 % low) is within 10 % of the model's μ.
+/// seed 3: one 10.9 % low; against the model's μ before its full batch took the running
+/// context, decision 0014: with `ΔP/ΔF` seed 7 is still 11.2 % low) is within 10 % of the
+/// model's μ.
 #[test]
 fn the_learned_mu_stays_within_ten_percent_at_the_peak_of_a_saturating_burst() {
     let config = SimConfig::default();

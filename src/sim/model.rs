@@ -65,6 +65,23 @@ pub struct MixMeans {
     pub input_tokens: f64,
     /// Mean generated tokens (the first one included).
     pub output_tokens: f64,
+    /// Mean context (prompt plus output) of a request *while it runs*: each request weighted
+    /// by how long it holds its KV reservation, its output length (one token a step),
+    /// `Σ(in + out)·out / Σout`. A long answer stays in the batch longer than a short one, so
+    /// wherever outputs vary this is above `input_tokens + output_tokens`, and it is what sets
+    /// how many requests the KV cache holds at once (chat mix: 1527 tokens against 1413).
+    pub running_context_tokens: f64,
+}
+
+impl MixMeans {
+    /// A mix whose requests are all alike.
+    pub fn uniform(input_tokens: f64, output_tokens: f64) -> MixMeans {
+        MixMeans {
+            input_tokens,
+            output_tokens,
+            running_context_tokens: input_tokens + output_tokens,
+        }
+    }
 }
 
 impl PodModel {
@@ -76,9 +93,11 @@ impl PodModel {
     }
 
     /// The most requests of this mix that run at once: `max_num_seqs`, or fewer when their
-    /// contexts fill the KV cache first.
+    /// contexts fill the KV cache first. A saturated pod's running set is not a sample of the
+    /// mix but of its occupancy (the long answers pile up), so the cache divides by
+    /// [`MixMeans::running_context_tokens`], not the mean request's context.
     pub fn full_batch(&self, mix: MixMeans) -> f64 {
-        let context = (mix.input_tokens + mix.output_tokens).max(1.0);
+        let context = mix.running_context_tokens.max(1.0);
         (self.max_num_seqs as f64).min(self.kv_cache_tokens as f64 / context)
     }
 
@@ -128,10 +147,7 @@ mod tests {
     #[test]
     fn throughput_balances_the_step_budget() {
         let model = PodModel::default();
-        let mix = MixMeans {
-            input_tokens: 1000.0,
-            output_tokens: 300.0,
-        };
+        let mix = MixMeans::uniform(1000.0, 300.0);
         let mu = model.saturated_throughput(mix);
         // At μ the steps exactly fill each second.
         let k = model.full_batch(mix);
@@ -147,14 +163,8 @@ mod tests {
     #[test]
     fn long_contexts_fill_the_kv_cache_before_max_num_seqs() {
         let model = PodModel::default();
-        let short = MixMeans {
-            input_tokens: 200.0,
-            output_tokens: 100.0,
-        };
-        let long = MixMeans {
-            input_tokens: 8000.0,
-            output_tokens: 1000.0,
-        };
+        let short = MixMeans::uniform(200.0, 100.0);
+        let long = MixMeans::uniform(8000.0, 1000.0);
         assert_eq!(model.full_batch(short), model.max_num_seqs as f64);
         assert!(model.full_batch(long) < 50.0);
     }

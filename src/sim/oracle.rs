@@ -16,42 +16,17 @@
 //! The oracle is a bound, not a fleet: it has no queue and no SLO of its own, so its row
 //! reports GPU-hours only.
 
-use super::model::{MixMeans, PodModel};
-use super::workload::Request;
+use super::model::PodModel;
+use super::workload::RequestTotals;
 
 /// Requests per minute, accumulated during a run.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct MinuteLoad {
-    /// Requests that arrived.
-    pub requests: u32,
-    /// Their prompt tokens.
-    pub input_tokens: f64,
-    /// Their output tokens.
-    pub output_tokens: f64,
-}
+pub type MinuteLoad = RequestTotals;
 
-impl MinuteLoad {
-    /// Count one request.
-    pub fn add(&mut self, request: &Request) {
-        self.requests += 1;
-        self.input_tokens += f64::from(request.input_tokens);
-        self.output_tokens += f64::from(request.output_tokens);
-    }
-
-    /// The minute's mean request, if any arrived.
-    pub fn means(&self) -> Option<MixMeans> {
-        (self.requests > 0).then(|| MixMeans {
-            input_tokens: self.input_tokens / f64::from(self.requests),
-            output_tokens: self.output_tokens / f64::from(self.requests),
-        })
-    }
-
-    /// Pod-seconds of work at a full batch of the minute's own mix.
-    pub fn work_seconds(&self, model: &PodModel) -> f64 {
-        self.means().map_or(0.0, |means| {
-            f64::from(self.requests) / model.saturated_throughput(means)
-        })
-    }
+/// Pod-seconds of a minute's work at a full batch of the minute's own mix.
+pub fn work_seconds(minute: &MinuteLoad, model: &PodModel) -> f64 {
+    minute.means().map_or(0.0, |means| {
+        f64::from(minute.requests) / model.saturated_throughput(means)
+    })
 }
 
 /// Ready pods the oracle keeps in each minute.
@@ -59,7 +34,7 @@ pub fn schedule(minutes: &[MinuteLoad], model: &PodModel, min_replicas: usize) -
     minutes
         .iter()
         .map(|m| {
-            let pods = (m.work_seconds(model) / 60.0 - 1e-9).ceil().max(0.0) as usize;
+            let pods = (work_seconds(m, model) / 60.0 - 1e-9).ceil().max(0.0) as usize;
             pods.max(min_replicas)
         })
         .collect()
@@ -98,6 +73,8 @@ pub fn gpu_hours(needed: &[usize], initial: usize, cold_start_seconds: f64) -> f
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sim::model::MixMeans;
+    use crate::sim::workload::Request;
 
     #[test]
     fn levels_bridge_short_gaps_and_restart_after_long_ones() {
@@ -125,10 +102,7 @@ mod tests {
                 output_tokens: 200,
             });
         }
-        let mu = model.saturated_throughput(MixMeans {
-            input_tokens: 1000.0,
-            output_tokens: 200.0,
-        });
+        let mu = model.saturated_throughput(MixMeans::uniform(1000.0, 200.0));
         let expected = (600.0 / mu / 60.0).ceil() as usize;
         assert_eq!(
             schedule(&[minute, MinuteLoad::default()], &model, 1),

@@ -336,7 +336,7 @@ pub fn run_one(
     // Pods each minute's arrivals need at a full batch of the minute's own mix.
     let needed: Vec<f64> = load
         .iter()
-        .map(|m| m.work_seconds(&config.pod) / 60.0)
+        .map(|m| oracle::work_seconds(m, &config.pod) / 60.0)
         .collect();
     let full_minutes = steps / 60;
     let under_provisioned_minutes = (0..full_minutes)
@@ -453,7 +453,7 @@ fn oracle_run(
             .iter()
             .map(|m| MinuteStats {
                 arrivals: m.requests,
-                needed_replicas: m.work_seconds(&config.pod) / 60.0,
+                needed_replicas: oracle::work_seconds(m, &config.pod) / 60.0,
                 ttft_p95: None,
             })
             .collect(),

@@ -62,12 +62,19 @@ impl TokenMix {
         }
     }
 
-    /// Mean prompt and output tokens (lognormal means; the caps move them by < 0.1 %).
+    /// Mean prompt and output tokens (lognormal means; the caps move them by < 0.1 %), and
+    /// the mean running context: prompt and output are drawn apart, so
+    /// `E[(in + out)·out] / E[out] = E[in] + E[out²]/E[out] = E[in] + E[out]·e^(σ_out²)`
+    /// (the output cap moves it by < 0.5 % even with outputs doubled).
     pub fn means(&self) -> MixMeans {
         let mean = |median: f64, sigma: f64| median * (sigma * sigma / 2.0).exp();
+        let input_tokens = mean(self.input_median, self.input_sigma);
+        let output_tokens = mean(self.output_median, self.output_sigma);
         MixMeans {
-            input_tokens: mean(self.input_median, self.input_sigma),
-            output_tokens: mean(self.output_median, self.output_sigma),
+            input_tokens,
+            output_tokens,
+            running_context_tokens: input_tokens
+                + output_tokens * (self.output_sigma * self.output_sigma).exp(),
         }
     }
 
@@ -87,24 +94,51 @@ impl TokenMix {
     }
 }
 
-/// Mean prompt and output tokens of a list of requests.
-pub fn empirical_means(requests: &[Request]) -> Option<MixMeans> {
-    if requests.is_empty() {
-        return None;
+/// Sums over requests, from which their mean request follows (a trace's, or one minute's).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RequestTotals {
+    /// Requests counted.
+    pub requests: u32,
+    /// Their prompt tokens.
+    pub input_tokens: f64,
+    /// Their output tokens.
+    pub output_tokens: f64,
+    /// `Σ(in + out)·out`: their contexts weighted by how long each runs
+    /// ([`MixMeans::running_context_tokens`]).
+    pub output_weighted_context_tokens: f64,
+}
+
+impl RequestTotals {
+    /// Count one request.
+    pub fn add(&mut self, request: &Request) {
+        let (input, output) = (
+            f64::from(request.input_tokens),
+            f64::from(request.output_tokens),
+        );
+        self.requests += 1;
+        self.input_tokens += input;
+        self.output_tokens += output;
+        self.output_weighted_context_tokens += (input + output) * output;
     }
-    let n = requests.len() as f64;
-    Some(MixMeans {
-        input_tokens: requests
-            .iter()
-            .map(|r| f64::from(r.input_tokens))
-            .sum::<f64>()
-            / n,
-        output_tokens: requests
-            .iter()
-            .map(|r| f64::from(r.output_tokens))
-            .sum::<f64>()
-            / n,
-    })
+
+    /// The mean request, if any was counted.
+    pub fn means(&self) -> Option<MixMeans> {
+        (self.requests > 0).then(|| MixMeans {
+            input_tokens: self.input_tokens / f64::from(self.requests),
+            output_tokens: self.output_tokens / f64::from(self.requests),
+            running_context_tokens: self.output_weighted_context_tokens
+                / self.output_tokens.max(1.0),
+        })
+    }
+}
+
+/// Mean prompt and output tokens of a list of requests, and their mean running context.
+pub fn empirical_means(requests: &[Request]) -> Option<MixMeans> {
+    let mut totals = RequestTotals::default();
+    for request in requests {
+        totals.add(request);
+    }
+    totals.means()
 }
 
 #[cfg(test)]
@@ -121,6 +155,7 @@ mod tests {
             for (g, w) in [
                 (got.input_tokens, want.input_tokens),
                 (got.output_tokens, want.output_tokens),
+                (got.running_context_tokens, want.running_context_tokens),
             ] {
                 assert!((g - w).abs() / w < 0.02, "{g} vs {w}");
             }
