@@ -187,7 +187,7 @@ fn simulate_starts_the_default_from_a_prior_and_reports_its_learned_mu() {
     );
     assert!(
         one > 7.0 && one < 8.0,
-        "the model's μ (7.58) as the prior: {one}"
+        "the model's μ (7.44) as the prior: {one}"
     );
     assert!((two / one - 2.0).abs() < 1e-3, "twice it: {two} vs {one}");
     for bad in ["0", "-1", "nan"] {
@@ -204,6 +204,46 @@ fn simulate_starts_the_default_from_a_prior_and_reports_its_learned_mu() {
             text(&output)
         );
     }
+}
+
+/// `--rate-scale` multiplies a trace's load; a built-in shape would ignore it, so it is refused
+/// rather than run unscaled, and a trace takes it.
+#[test]
+fn simulate_refuses_a_rate_scale_it_would_ignore() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().to_str().expect("utf8");
+    let output = run(&[
+        "simulate",
+        "--scenario",
+        "spike",
+        "--rate-scale",
+        "2",
+        "--out",
+        out,
+    ]);
+    let shown = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{shown}");
+    assert!(
+        shown.contains("--rate-scale 2 multiplies a trace's load")
+            && shown.contains("`--scenario spike` is a built-in shape"),
+        "{shown}"
+    );
+    let output = run(&[
+        "simulate",
+        "--scenario",
+        "chat",
+        "--policy",
+        "fixed",
+        "--seeds",
+        "1",
+        "--duration-minutes",
+        "2",
+        "--rate-scale",
+        "2",
+        "--out",
+        out,
+    ]);
+    assert!(output.status.success(), "{}", text(&output));
 }
 
 #[test]

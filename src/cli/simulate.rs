@@ -7,21 +7,14 @@ use std::time::Instant;
 
 use clap::ValueEnum;
 
-use crate::sim::arrivals::{Builtin, Scenario};
+use crate::sim::arrivals::Scenario;
 use crate::sim::hpa::{Behavior, PolicyType, ScalingPolicy, ScalingRules, SelectPolicy};
 use crate::sim::policies::PolicyKind;
 use crate::sim::run::{SimConfig, run_matrix, scenario_means};
-use crate::sim::trace::{ParsedTrace, parse_trace};
-use crate::sim::workload::TokenMix;
 use crate::sim::{mu_error, report, svg, sweep};
 
-/// The project's own chat-like request-level trace (Azure CSV format; sim/traces/).
-const CHAT_TRACE: &str = include_str!("../../sim/traces/chat.csv");
-/// The project's own code-completion-like request-level trace (Mooncake JSONL; sim/traces/).
-const CODE_TRACE: &str = include_str!("../../sim/traces/code-completion.jsonl");
-/// How many times the built-in traces are replayed: their ~4 req/s become a load whose
-/// busiest minutes need 10–20 pods, like the built-in shapes.
-const BUILTIN_TRACE_RATE_SCALE: f64 = 12.0;
+mod scenarios;
+pub use scenarios::{all_scenarios, scenario_from_trace, scenarios};
 
 /// `--scenario`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -97,7 +90,8 @@ pub struct SimulateArgs {
     pub trace: Option<PathBuf>,
     /// Multiply a trace's load: each request is replayed ⌊X⌋ times plus once more with
     /// probability frac(X), the copies spread within the trace's timestamp resolution (a rate
-    /// CSV's rates are multiplied by X). Default 1 for `--trace`, 12 for the built-in traces.
+    /// CSV's rates are multiplied by X). Default 1 for `--trace`, 12 for the built-in traces;
+    /// a built-in shape (`step` … `drift`) has fixed rates and refuses it.
     #[arg(long, value_name = "X")]
     pub rate_scale: Option<f64>,
     /// Directory for the CSV, Markdown and SVG output (created if needed).
@@ -186,109 +180,6 @@ impl ScaleUpArg {
             },
         }
     }
-}
-
-/// A scenario from a trace's text: its format is told from the content.
-pub fn scenario_from_trace(
-    name: &str,
-    text: &str,
-    rate_scale: f64,
-    duration_seconds: Option<f64>,
-) -> Result<Scenario, String> {
-    if !(rate_scale.is_finite() && rate_scale > 0.0) {
-        return Err(format!(
-            "--rate-scale must be a number > 0, got {rate_scale}"
-        ));
-    }
-    match parse_trace(text).map_err(|e| format!("{name}: {e}"))? {
-        ParsedTrace::Rates(points) => {
-            let points = points
-                .into_iter()
-                .map(|(t, r)| (t, r * rate_scale))
-                .collect();
-            Scenario::from_rates(name, points, TokenMix::CHAT, duration_seconds)
-        }
-        ParsedTrace::Requests {
-            requests,
-            resolution_seconds,
-            ..
-        } => Scenario::from_requests(
-            name,
-            requests,
-            rate_scale,
-            resolution_seconds,
-            duration_seconds,
-        ),
-    }
-}
-
-/// The scenarios `args` ask for.
-pub fn scenarios(args: &SimulateArgs) -> Result<Vec<Scenario>, String> {
-    let duration = args.duration_minutes.map(|m| m * 60.0);
-    if let Some(d) = duration
-        && !(d >= 60.0 && d.is_finite())
-    {
-        return Err(format!(
-            "--duration-minutes must be at least 1, got {}",
-            d / 60.0
-        ));
-    }
-    if let Some(path) = &args.trace {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read --trace {}: {e}", path.display()))?;
-        let name = path
-            .file_stem()
-            .map_or_else(|| "trace".to_owned(), |s| s.to_string_lossy().into_owned());
-        let scale = args.rate_scale.unwrap_or(1.0);
-        return Ok(vec![scenario_from_trace(&name, &text, scale, duration)?]);
-    }
-    let builtin_trace = |name: &str, text: &str| {
-        let scale = args.rate_scale.unwrap_or(BUILTIN_TRACE_RATE_SCALE);
-        scenario_from_trace(name, text, scale, duration)
-    };
-    let shapes = |kinds: &[Builtin]| -> Vec<Scenario> {
-        kinds
-            .iter()
-            .map(|k| Scenario::builtin(*k, duration))
-            .collect()
-    };
-    Ok(match args.scenario {
-        ScenarioArg::Step => shapes(&[Builtin::Step]),
-        ScenarioArg::Ramp => shapes(&[Builtin::Ramp]),
-        ScenarioArg::Diurnal => shapes(&[Builtin::Diurnal]),
-        ScenarioArg::Bursty => shapes(&[Builtin::Bursty]),
-        ScenarioArg::Spike => shapes(&[Builtin::Spike]),
-        ScenarioArg::Drift => shapes(&[Builtin::Drift]),
-        ScenarioArg::Chat => vec![builtin_trace("chat", CHAT_TRACE)?],
-        ScenarioArg::CodeCompletion => vec![builtin_trace("code-completion", CODE_TRACE)?],
-        ScenarioArg::All => all_scenarios(duration, args.rate_scale)?,
-    })
-}
-
-/// Every built-in scenario, `--scenario all`: the shapes, then the two request-level traces
-/// (replayed `rate_scale` times, default [`BUILTIN_TRACE_RATE_SCALE`]).
-pub fn all_scenarios(
-    duration_seconds: Option<f64>,
-    rate_scale: Option<f64>,
-) -> Result<Vec<Scenario>, String> {
-    let scale = rate_scale.unwrap_or(BUILTIN_TRACE_RATE_SCALE);
-    let mut all: Vec<Scenario> = Builtin::ALL
-        .iter()
-        .map(|k| Scenario::builtin(*k, duration_seconds))
-        .collect();
-    all.push(scenario_from_trace(
-        "chat",
-        CHAT_TRACE,
-        scale,
-        duration_seconds,
-    )?);
-    all.push(scenario_from_trace(
-        "code-completion",
-        CODE_TRACE,
-        scale,
-        duration_seconds,
-    )?);
-    Ok(all)
 }
 
 /// The policies `args` ask for.
