@@ -150,9 +150,9 @@ pub const ARRIVAL_SMOOTHING_SECONDS: &str = "arrivalSmoothingSeconds";
 /// 30 minutes after one the hold keeps the pods the next burst needs (they
 /// take a cold start to come back); after two or more within 30 minutes,
 /// three times this, at most 1800 s (docs/decisions/0029). A load with no
-/// burst in 30 minutes (a ramp, a diurnal curve) holds at most 120 s, which
-/// cuts 6–10 % of replica-hours on `step`, `ramp` and `diurnal` at the same
-/// SLO (docs/decisions/0025). Also how long an idle Deployment stays active
+/// burst in 30 minutes (a ramp, a diurnal curve) holds at most 60 s, which
+/// saves replica-hours on `step`, `ramp` and `diurnal` at the same SLO
+/// (docs/decisions/0025 has the numbers). Also how long an idle Deployment stays active
 /// after its last request before KEDA's cooldown starts (the hold in force).
 pub const PEAK_HOLD_SECONDS: &str = "peakHoldSeconds";
 /// Spare capacity on top of the peak rate, as a fraction. Default 0.2.

@@ -251,7 +251,7 @@ fn the_hold_is_short_on_a_load_that_never_burst_and_full_after_a_burst() {
     // A jump 1 → 20 req/s, held as long.
     let jump: Vec<f64> = (0..200).map(|i| if i < 10 { 1.0 } else { 20.0 }).collect();
     for (name, rise, hold, peak_after_fall) in [
-        ("ramp", ramp, 120.0, (0.9, 1.5)),
+        ("ramp", ramp, QUIET_PEAK_HOLD_SECONDS, (0.9, 1.5)),
         ("burst", jump, 600.0, (19.0, 21.0)),
     ] {
         let mut state = CapacityState::default();
