@@ -581,8 +581,13 @@ async fn sqs_default_credentials_never_reach_the_instance_metadata_service() {
     );
     // Without credentials nothing is signed, so nothing is sent either.
     assert_eq!(counter.accepted(), 0);
-    let log = server.log();
-    assert!(log.contains("169.254.169.254"), "{log}");
+    // The child's stderr is read on its own thread: the line can land a moment after the
+    // status (it did, once, with two builds running beside the test).
+    let logged = eventually(Duration::from_secs(10), || async {
+        server.log().contains("169.254.169.254").then_some(())
+    })
+    .await;
+    assert!(logged.is_some(), "{}", server.log());
 }
 
 // ----------------------------------------------------------------- PromQL
