@@ -300,7 +300,13 @@ fn print_banner(
     println!("  curl -s http://{}/explain", server.http_addr);
     println!();
     println!(
-        "B = W + T·R/C with T={DEMO_TARGET}, C={DEMO_RUNNING_PER_REPLICA}. The HPA asks for ceil(B/T) replicas ({}..={}, down only after {} s of lower values);",
+        "B is the default policy's (capacity): T·(1.2·λ_peak/μ + Σ_pods min(1, W_i/(μ·H))), H = drainHorizonSeconds;"
+    );
+    println!(
+        "until μ is learned from the pods' counters, never below W + T·R/C (T={DEMO_TARGET}, C={DEMO_RUNNING_PER_REPLICA}); /explain shows which."
+    );
+    println!(
+        "The HPA asks for ceil(B/T) replicas ({}..={}, down only after {} s of lower values);",
         replicas.min,
         replicas.max,
         DEMO_SCALE_DOWN_WINDOW.as_secs()
