@@ -142,7 +142,10 @@ pub const POLICY: &str = "policy";
 /// never below the backlog formula. With it, `μ` starts there (the prior)
 /// and is learned on, unless `learnDrainRate: false` fixes it. A number > 0.
 pub const DRAIN_RATE_PER_REPLICA: &str = "drainRatePerReplica";
-/// Time constant of the arrival-rate EWMA, seconds. Default 15.
+/// Time constant of the arrival-rate EWMA, seconds. Default 15. Shorter
+/// follows a rise sooner and passes more of the rate's noise into the held
+/// peak: 5 s buys `bursty` 1.4 SLO points for 4.4 % more replica-hours,
+/// 30 s loses `chat` 2.9 points (docs/decisions/0031).
 pub const ARRIVAL_SMOOTHING_SECONDS: &str = "arrivalSmoothingSeconds";
 /// How long the peak arrival rate is held after a burst, seconds. Default
 /// 600. A burst is `λ̂` rising by two pods' `μ`, 50 % and 12 standard
