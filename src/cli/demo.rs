@@ -33,6 +33,7 @@ use crate::fake::FakeFleet;
 use crate::guard::config::ScalerConfig;
 use crate::proto::external_scaler_client::ExternalScalerClient;
 use crate::proto::{GetMetricsRequest, ScaledObjectRef};
+use crate::trigger::{DEFAULT_DRAIN_HORIZON_SECONDS, DEFAULT_HEADROOM};
 
 /// The demo's model name, as a vLLM pod would label it.
 pub const DEMO_MODEL: &str = "meta-llama/Llama-3.1-8B-Instruct";
@@ -300,7 +301,9 @@ fn print_banner(
     println!("  curl -s http://{}/explain", server.http_addr);
     println!();
     println!(
-        "B is the default policy's (capacity): T·(1.2·λ_peak/μ + Σ_pods min(1, W_i/(μ·H))), H = drainHorizonSeconds;"
+        "B is the default policy's (capacity): T·({}·λ_peak/μ + Σ_pods min(1, W_i/(μ·H))), H = {} s;",
+        1.0 + DEFAULT_HEADROOM,
+        DEFAULT_DRAIN_HORIZON_SECONDS
     );
     println!(
         "until μ is learned from the pods' counters, never below W + T·R/C (T={DEMO_TARGET}, C={DEMO_RUNNING_PER_REPLICA}); /explain shows which."
