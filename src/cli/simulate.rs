@@ -9,6 +9,7 @@ use clap::ValueEnum;
 
 use crate::sim::arrivals::Scenario;
 use crate::sim::hpa::{Behavior, PolicyType, ScalingPolicy, ScalingRules, SelectPolicy};
+use crate::sim::mu_error::ModelMu;
 use crate::sim::policies::PolicyKind;
 use crate::sim::run::{SimConfig, run_matrix, scenario_means};
 use crate::sim::{mu_error, report, svg, sweep};
@@ -407,19 +408,18 @@ fn mu_lines(config: &SimConfig, scenarios: &[Scenario]) -> String {
     );
     for scenario in scenarios {
         let means = scenario_means(scenario);
+        let mu = config.saturated_throughput(scenario);
         out.push_str(&format!(
             "  {:<16} μ = {:.2} req/s  (batch {:.0}, {:.0} input / {:.0} output tokens per request){}\n",
             scenario.name,
-            config.saturated_throughput(scenario),
+            mu,
             config.pod.full_batch(means),
             means.input_tokens,
             means.output_tokens,
             if scenario.name == "drift" {
                 format!(
                     "; {:.2} req/s once outputs double",
-                    config
-                        .pod
-                        .saturated_throughput(scenario.mix_at(scenario.duration_seconds).means())
+                    ModelMu::new(&config.pod, scenario, mu).at(scenario.duration_seconds)
                 )
             } else {
                 String::new()

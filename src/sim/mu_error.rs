@@ -52,9 +52,10 @@ impl<'a> ModelMu<'a> {
         }
     }
 
-    /// Whether the poll at `t` is judged.
-    pub fn settled(&self, t: f64) -> bool {
-        t >= SETTLE_SECONDS && self.at(t - AFTER_CHANGE_SECONDS) == self.at(t)
+    /// The model's `μ` at `t` if the poll at `t` is judged, `None` if it is not.
+    pub fn settled(&self, t: f64) -> Option<f64> {
+        let now = self.at(t);
+        (t >= SETTLE_SECONDS && self.at(t - AFTER_CHANGE_SECONDS) == now).then_some(now)
     }
 }
 
@@ -158,7 +159,12 @@ mod tests {
             (&drift, 2400.0, true),
         ] {
             let model = ModelMu::new(&pod, scenario, 0.0);
-            assert_eq!(model.settled(t), judged, "{} at {t}", scenario.name);
+            assert_eq!(
+                model.settled(t).is_some(),
+                judged,
+                "{} at {t}",
+                scenario.name
+            );
         }
         let model = ModelMu::new(&pod, &drift, 0.0);
         assert!(model.at(2400.0) < 0.7 * model.at(0.0), "outputs doubled");

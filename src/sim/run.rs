@@ -276,10 +276,10 @@ pub fn run_one(
             let _ = hook.observe(t1, fleet.reading());
             if policy == PolicyKind::Default
                 && step >= 0
-                && model_mu.settled(t1)
+                && let Some(true_mu) = model_mu.settled(t1)
                 && let Some(estimate) = hook.last().and_then(|d| d.components.capacity)
             {
-                learned_mu_errors.push(estimate.drain_rate / model_mu.at(t1) - 1.0);
+                learned_mu_errors.push(estimate.drain_rate / true_mu - 1.0);
             }
         }
         if minute.is_some() && !matches!(controller, Controller::Fixed(_)) {
