@@ -47,7 +47,14 @@ async fn grpcurl_lists_describes_and_calls_the_scaler() {
 
     let (ok, out) = run(args(&["-plaintext", &addr, "list"])).await;
     assert!(ok, "{out}");
-    for service in ["externalscaler.ExternalScaler", "grpc.health.v1.Health"] {
+    // grpcurl 1.8.6 lists through v1alpha reflection; each reflection
+    // version lists every service, both reflection versions included.
+    for service in [
+        "externalscaler.ExternalScaler",
+        "grpc.health.v1.Health",
+        "grpc.reflection.v1.ServerReflection",
+        "grpc.reflection.v1alpha.ServerReflection",
+    ] {
         assert!(out.contains(service), "list lacks {service}:\n{out}");
     }
 
@@ -133,6 +140,52 @@ async fn grpcurl_lists_describes_and_calls_the_scaler() {
     assert!(
         out.contains("InvalidArgument") && out.contains("targetBacklogPerReplica"),
         "{out}"
+    );
+    server.shutdown().await;
+}
+
+/// grpcurl 1.8.7 and later ask v1 reflection first: it lists every service
+/// too, the v1alpha one included (each version used to list only itself).
+#[tokio::test]
+async fn v1_reflection_lists_every_service() {
+    use tonic_reflection::pb::v1::ServerReflectionRequest;
+    use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
+    use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
+    use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
+
+    let server = start_server(ScalerConfig::default()).await;
+    let channel = tonic::transport::Channel::from_shared(format!("http://{}", server.grpc_addr))
+        .expect("uri")
+        .connect()
+        .await
+        .expect("connects");
+    let request = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut answers = ServerReflectionClient::new(channel)
+        .server_reflection_info(tokio_stream::iter([request]))
+        .await
+        .expect("reflection answers")
+        .into_inner();
+    let answer = answers
+        .message()
+        .await
+        .expect("no error")
+        .expect("an answer");
+    let Some(MessageResponse::ListServicesResponse(list)) = answer.message_response else {
+        panic!("not a service list: {answer:?}");
+    };
+    let mut names: Vec<String> = list.service.into_iter().map(|s| s.name).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "externalscaler.ExternalScaler",
+            "grpc.health.v1.Health",
+            "grpc.reflection.v1.ServerReflection",
+            "grpc.reflection.v1alpha.ServerReflection",
+        ]
     );
     server.shutdown().await;
 }

@@ -106,6 +106,29 @@ async fn sigterm_turns_readiness_off_then_ends_the_stream_ok_and_exits_zero() {
         !stream_end.is_finished(),
         "the stream ended before readiness"
     );
+    // gRPC health says so too, for the server as a whole ("", what a
+    // Kubernetes `grpc:` probe without `service` asks) and for the scaler.
+    let channel = tonic::transport::Channel::from_shared(format!("http://{}", serve.grpc))
+        .expect("uri")
+        .connect()
+        .await
+        .expect("connects");
+    let mut health = tonic_health::pb::health_client::HealthClient::new(channel);
+    for service in ["", "externalscaler.ExternalScaler"] {
+        let status = health
+            .check(tonic_health::pb::HealthCheckRequest {
+                service: service.to_owned(),
+            })
+            .await
+            .expect("health answers while draining")
+            .into_inner()
+            .status;
+        assert_eq!(
+            status,
+            tonic_health::pb::health_check_response::ServingStatus::NotServing as i32,
+            "health of `{service}` while draining"
+        );
+    }
 
     // Draining: the registered trigger still answers, a new one is refused
     // (retryable: KEDA's next call reaches the replica that stays).

@@ -188,15 +188,21 @@ impl RunningServer {
         health_reporter
             .set_serving::<ExternalScalerServer<ScalerService>>()
             .await;
-        let reflection = tonic_reflection::server::Builder::configure()
-            .register_encoded_file_descriptor_set(crate::proto::FILE_DESCRIPTOR_SET)
-            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET);
-        // grpcurl before 1.8.7 speaks only v1alpha reflection.
-        let reflection_v1alpha = tonic_reflection::server::Builder::configure()
-            .register_encoded_file_descriptor_set(crate::proto::FILE_DESCRIPTOR_SET)
-            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-            .build_v1alpha()?;
-        let reflection_v1 = reflection.build_v1()?;
+        // Both reflection versions are served (grpcurl before 1.8.7 speaks
+        // only v1alpha), and each lists every service, the other version's
+        // too: by default a builder adds only its own descriptor.
+        let reflection = || {
+            tonic_reflection::server::Builder::configure()
+                .register_encoded_file_descriptor_set(crate::proto::FILE_DESCRIPTOR_SET)
+                .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+                .register_encoded_file_descriptor_set(tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET)
+                .register_encoded_file_descriptor_set(
+                    tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
+                )
+                .include_reflection_service(false)
+        };
+        let reflection_v1alpha = reflection().build_v1alpha()?;
+        let reflection_v1 = reflection().build_v1()?;
         let scaler = ScalerService::new(cache.clone(), telemetry.clone(), stop.clone());
 
         let grpc_shutdown = stop.clone();
@@ -307,6 +313,11 @@ impl RunningServer {
         self.ready.store(false, Ordering::Relaxed);
         self.health
             .set_not_serving::<ExternalScalerServer<ScalerService>>()
+            .await;
+        // The server as a whole too: a Kubernetes `grpc:` probe without a
+        // `service` asks for "".
+        self.health
+            .set_service_status("", tonic_health::ServingStatus::NotServing)
             .await;
         self.cache.start_draining();
         if !self.drain_delay.is_zero() {
