@@ -56,6 +56,29 @@ fn demo_runs_and_shows_the_numbers_move() {
     );
 }
 
+/// Plain logs carry no colour escape codes when stderr is not a terminal (a
+/// pod's log, a file, a pipe: here a pipe).
+#[test]
+fn plain_logs_to_a_pipe_have_no_escape_codes() {
+    let output = run(&[
+        "--log-level",
+        "info",
+        "--log-format",
+        "plain",
+        "demo",
+        "--duration",
+        "1",
+        "--grpc-addr",
+        "127.0.0.1:0",
+        "--http-addr",
+        "127.0.0.1:0",
+    ]);
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(log.contains(" INFO "), "an info line: {log}");
+    assert!(!log.contains('\u{1b}'), "escape codes in: {log:?}");
+}
+
 #[tokio::test]
 async fn check_probes_sources_and_reports_the_value() {
     let pods = pods(&[(10.0, 32.0), (20.0, 32.0), (15.0, 30.0)]).await;
@@ -104,6 +127,42 @@ fn check_fails_on_bad_metadata_and_on_an_unreachable_source() {
     assert!(!output.status.success(), "{out}");
     assert!(
         out.contains("FAILED (upstream_error)") && out.contains("UNAVAILABLE"),
+        "{out}"
+    );
+}
+
+/// A pod too slow for the server's poll (80 % of `pollIntervalSeconds`) is
+/// too slow for `check`: it fails as the server would, not after its own 10 s.
+#[tokio::test]
+async fn check_times_out_a_source_at_the_servers_poll_timeout() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    // Accepts and never answers.
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    let mut file = tempfile::NamedTempFile::new().expect("tmp");
+    writeln!(
+        file,
+        "vllmTargets: http://{addr}/metrics\ntargetBacklogPerReplica: 10\npolicy: backlog\npollIntervalSeconds: 2\n"
+    )
+    .expect("write");
+    let path = file.path().to_str().expect("utf8").to_owned();
+    let started = std::time::Instant::now();
+    let output = tokio::task::spawn_blocking(move || run(&["check", "--metadata", &path]))
+        .await
+        .expect("join");
+    let out = text(&output);
+    assert!(!output.status.success(), "{out}");
+    assert!(out.contains("FAILED (timeout)"), "{out}");
+    assert!(out.contains("1.6s"), "the server's poll timeout: {out}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(8),
         "{out}"
     );
 }

@@ -26,7 +26,8 @@ use crate::trigger::TriggerSpec;
 #[path = "from_keda.rs"]
 pub mod from_keda;
 
-/// How long one probe may take.
+/// The HTTP client's cap on one request; each probe is bounded by the
+/// trigger's poll timeout below it ([`crate::runtime::poller::read_timeout`]).
 const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One trigger's metadata found in the input file.
@@ -253,16 +254,19 @@ async fn probe_and_fuse(
 ) -> Result<String, String> {
     let mut reports = Vec::new();
     let mut failed = false;
+    // The server's bound on one poll of this trigger, so that a source too
+    // slow for the server is too slow here (not the HTTP client's cap).
+    let timeout = crate::runtime::poller::read_timeout(spec.poll_interval);
     for source in spec.sources() {
         let started = Instant::now();
         let result = match tokio::time::timeout(
-            PROBE_TIMEOUT,
+            timeout,
             crate::runtime::poller::read_once(&source, ctx, &mut SourceMemory::default()),
         )
         .await
         {
             Ok(result) => result,
-            Err(_) => Err(SourceError::timeout(PROBE_TIMEOUT)),
+            Err(_) => Err(SourceError::timeout(timeout)),
         };
         let mut state = SignalState::default();
         match result {

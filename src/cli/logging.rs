@@ -16,6 +16,7 @@
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::io::IsTerminal;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -63,7 +64,13 @@ pub fn init_logging(level: &str, format: LogFormat) -> Result<(), String> {
         .with(RepeatLimit::new(REPEAT_WINDOW));
     let result = match format {
         LogFormat::Plain => registry
-            .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
+            .with(
+                tracing_subscriber::fmt::layer()
+                    // Colour only for a person at a terminal: escape codes
+                    // in a pod's log or a file are noise to every reader.
+                    .with_ansi(std::io::stderr().is_terminal())
+                    .with_writer(std::io::stderr),
+            )
             .try_init(),
         LogFormat::Json => registry
             .with(
