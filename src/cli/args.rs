@@ -58,7 +58,7 @@ pub enum Command {
         /// gRPC listen address (KEDA's `scalerAddress` points here).
         #[arg(long, env = "BACKLOG_SCALER_GRPC_ADDR", default_value = "0.0.0.0:9090")]
         grpc_addr: SocketAddr,
-        /// Admin HTTP listen address (`/metrics`, `/healthz`, `/readyz`, `/explain`).
+        /// Admin HTTP listen address (`/metrics`, `/healthz`, `/readyz`, `/explain`, `/ui`).
         /// Always plaintext: bind it to `127.0.0.1:8080` or a pod-only
         /// address when only the kubelet and Prometheus should reach it.
         #[arg(long, env = "BACKLOG_SCALER_HTTP_ADDR", default_value = "0.0.0.0:8080")]
@@ -124,9 +124,10 @@ pub enum Command {
         /// Admin HTTP listen address of the demo scaler.
         #[arg(long, default_value = "127.0.0.1:8080")]
         http_addr: SocketAddr,
-        /// Number of simulated engine pods.
-        #[arg(long, default_value_t = 3)]
-        pods: usize,
+        /// Number of simulated engine pods ready at start, 1 to 64 (the fleet
+        /// has 4 × that many slots, at most 64).
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=64))]
+        pods: u16,
         /// Stop after this many seconds (default: run until Ctrl-C).
         #[arg(long)]
         duration: Option<u64>,

@@ -115,11 +115,14 @@ struct Replicas {
 }
 
 impl Replicas {
-    fn new(ready: usize, min: usize, max: usize) -> Replicas {
+    /// `ready` pods at `now`, recommended as they are: like an HPA that has
+    /// been running, the window holds the current size, so the demo does not
+    /// scale down before `DEMO_SCALE_DOWN_WINDOW` of lower recommendations.
+    fn new(now: Instant, ready: usize, min: usize, max: usize) -> Replicas {
         Replicas {
             ready,
             starting: VecDeque::new(),
-            recommendations: VecDeque::new(),
+            recommendations: VecDeque::from([(now, ready)]),
             desired: ready,
             min,
             max,
@@ -239,7 +242,12 @@ pub async fn run(
     };
     let targets = fleet.metrics_urls();
     let metadata = demo_metadata(&targets);
-    let replicas = Replicas::new(pods, DEMO_MIN_REPLICAS.min(pods), max_replicas);
+    let replicas = Replicas::new(
+        Instant::now(),
+        pods,
+        DEMO_MIN_REPLICAS.min(pods),
+        max_replicas,
+    );
     print_banner(&server, &targets, &metadata, &replicas);
 
     let started = Instant::now();
@@ -407,11 +415,16 @@ async fn live_view(
         let (metrics, terms) = loop {
             attempt += 1;
             let metrics = client.get_metrics(request.clone()).await;
+            // The demo's own trigger, not whichever the cache lists first: a
+            // grpcurl probe from the README registers another one beside it.
             let terms = server
                 .cache
-                .entries()
-                .into_iter()
-                .next()
+                .get_or_register(
+                    object.namespace.clone(),
+                    object.name.clone(),
+                    object.scaler_metadata.clone(),
+                )
+                .ok()
                 .and_then(|e| e.evaluation().decision_at(Instant::now()).ok());
             let value = metrics.as_ref().ok().and_then(|m| {
                 m.get_ref()
@@ -469,7 +482,10 @@ mod tests {
     #[test]
     fn the_hpa_scales_up_at_once_and_down_after_the_window() {
         let t0 = Instant::now();
-        let mut r = Replicas::new(3, 1, 12);
+        let mut r = Replicas::new(t0, 3, 1, 12);
+        // The pods it starts with hold for the window: no scale-down at once.
+        assert_eq!(r.step(t0, 5.0, 10.0), None);
+        assert_eq!(r.desired, 3);
         // B = 78 with T = 10: 8 replicas, 5 of them starting.
         let change = r.step(t0, 78.0, 10.0).expect("scale up");
         assert!(

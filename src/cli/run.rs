@@ -96,7 +96,7 @@ async fn run(command: Command) -> ExitCode {
             demo::run(
                 grpc_addr,
                 http_addr,
-                pods,
+                usize::from(pods),
                 duration.map(Duration::from_secs),
             )
             .await
