@@ -198,6 +198,43 @@ fn seed_article_three_prometheus_triggers_fuse_into_one() {
     assert_eq!(code, 0, "{out}");
 }
 
+/// A TTFT window outside ttftWindowSeconds' range is carried as the nearest
+/// allowed one, not as the old query in `ttftQuery`: that key is a summed
+/// query and would make the trigger `backlog` while the note says `capacity`.
+#[test]
+fn a_ttft_window_out_of_range_keeps_the_default_policy() {
+    let (code, stdout, stderr) = from_keda_text(
+        "apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: x, namespace: ns}
+spec:
+  scaleTargetRef: {name: x}
+  minReplicaCount: 1
+  triggers:
+    - type: prometheus
+      metadata:
+        serverAddress: http://prom:9090
+        query: sum(vllm:num_requests_waiting)
+        threshold: \"10\"
+    - type: prometheus
+      metricType: Value
+      metadata:
+        serverAddress: http://prom:9090
+        query: histogram_quantile(0.95, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket[2h])))
+        threshold: \"2\"
+",
+    );
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let triggers = printed_triggers(&stdout).remove(0);
+    let md = metadata(&triggers[0]);
+    assert_eq!(value(&md, "ttftWindowSeconds"), Some("900"), "{stdout}");
+    assert_eq!(value(&md, "ttftQuery"), None, "{stdout}");
+    assert!(stdout.contains("the default `capacity`"), "{stdout}");
+    assert!(stdout.contains("7200 s rate window"), "{stdout}");
+    let (code, out) = check_no_probe(&triggers, "ns", "");
+    assert_eq!(code, 0, "{out}");
+}
+
 #[test]
 fn production_stack_default_trigger_keeps_its_model_label() {
     let (md, stdout, _) = migrate_example("production-stack.yaml");

@@ -203,7 +203,7 @@ fn check(m: &Migration, config: &ScalerConfig) -> Result<String, String> {
         Ok(_) => {
             let _ = write!(
                 text,
-                "\n# Checked against --config: outbound allowlist and profiles accept it"
+                "\n# Checked against the scaler config (--config, or the built-in defaults without it): its outbound rules and profiles accept it"
             );
             Ok(text)
         }

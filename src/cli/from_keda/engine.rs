@@ -405,7 +405,12 @@ impl EnginePart {
             "0.1",
             "the band above S in which the guard stays silent; 0.1 is the HPA's own default tolerance, so the old trigger was as quiet within 10 %".to_owned(),
         ));
-        if defaults && (10..=900).contains(&window_seconds) {
+        if defaults {
+            // The default ttftQuery over the nearest window the key allows:
+            // writing the old query as `ttftQuery` would set a summed query
+            // key and make the trigger `policy: backlog`, not the default
+            // `capacity` this migration says it gets.
+            let window = window_seconds.clamp(10, 900);
             out.push(Key::new(
                 keys::TTFT_QUANTILE,
                 &number_text(quantile),
@@ -413,20 +418,18 @@ impl EnginePart {
             ));
             out.push(Key::new(
                 keys::TTFT_WINDOW_SECONDS,
-                &window_seconds.to_string(),
-                format!(
-                    "the rate window of {}'s query, in seconds; the default ttftQuery reads the same buckets over it",
-                    t.origin
-                ),
-            ));
-        } else if defaults {
-            out.push(Key::new(
-                keys::TTFT_QUERY,
-                &t.query,
-                format!(
-                    "{}'s query as written: its {window_seconds} s window is outside ttftWindowSeconds' 10–900",
-                    t.origin
-                ),
+                &window.to_string(),
+                if window == window_seconds {
+                    format!(
+                        "the rate window of {}'s query, in seconds; the default ttftQuery reads the same buckets over it",
+                        t.origin
+                    )
+                } else {
+                    format!(
+                        "{}'s query has a {window_seconds} s rate window, outside ttftWindowSeconds' 10–900: the nearest, {window} s, is used (the guard reads the recent latency; a window of hours says little about now)",
+                        t.origin
+                    )
+                },
             ));
         }
     }
