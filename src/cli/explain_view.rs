@@ -232,10 +232,15 @@ fn components(t: &Value) -> Vec<(String, String)> {
         row(
             "μ (drain per replica)",
             num_of(&capacity["drainRate"]).map(|mu| {
-                if capacity["drainRateLearned"].as_bool() == Some(true) {
-                    format!("{mu} (learned)")
-                } else {
-                    format!("{mu} (configured)")
+                // How μ was obtained, as `/explain` says it; an older scaler
+                // says only whether it was learned.
+                match capacity["drainRateSource"].as_str() {
+                    Some("none") => "none yet (not configured, not learned)".to_owned(),
+                    Some(source) => format!("{mu} ({source})"),
+                    None if capacity["drainRateLearned"].as_bool() == Some(true) => {
+                        format!("{mu} (learned)")
+                    }
+                    None => format!("{mu} (configured)"),
                 }
             }),
         );

@@ -254,6 +254,29 @@ fn capacity_shows_lambda_mu_and_each_term() {
 }
 
 #[test]
+fn mu_says_how_it_was_obtained() {
+    for (source, mu, row) in [
+        ("fit", 4.5, "μ (drain per replica)      4.5 (fit)\n"),
+        (
+            "configured",
+            2.0,
+            "μ (drain per replica)      2 (configured)\n",
+        ),
+        (
+            "none",
+            0.0,
+            "μ (drain per replica)      none yet (not configured, not learned)\n",
+        ),
+    ] {
+        let mut t = ok_trigger();
+        t["components"]["capacity"] = json!({"arrivalRate": 3.5, "drainRate": mu,
+            "drainRateSource": source, "drainRateLearned": source == "fit"});
+        let text = one(t);
+        assert!(text.contains(row), "{row:?} in\n{text}");
+    }
+}
+
+#[test]
 fn a_mode_field_is_shown_when_present_and_gpu_and_query_sources_render() {
     let mut t = ok_trigger();
     t["mode"] = json!("shadow");
