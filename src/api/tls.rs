@@ -20,7 +20,7 @@ use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, mpsc};
 use tokio_rustls::TlsAcceptor;
-use tokio_rustls::rustls::pki_types::pem::PemObject;
+use tokio_rustls::rustls::pki_types::pem::{self, PemObject};
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio_rustls::rustls::server::WebPkiClientVerifier;
 use tokio_rustls::rustls::{self, RootCertStore, ServerConfig};
@@ -201,7 +201,12 @@ impl ReloadingTlsConfig {
                     // Warn once per distinct problem, not every tick.
                     let text = error.to_string();
                     if last_error.as_deref() != Some(text.as_str()) {
-                        tracing::warn!(error = %text, "TLS files changed but do not load; still serving the previous certificate");
+                        tracing::warn!(
+                            cert = %cert,
+                            key = %self.options.key.display(),
+                            error = %text,
+                            "TLS files changed but do not load; still serving the previous certificate"
+                        );
                         last_error = Some(text);
                     }
                 }
@@ -242,11 +247,28 @@ fn certificates(
     };
     let certs = CertificateDer::pem_slice_iter(pem)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| bad(e.to_string()))?;
+        .map_err(|e| bad(pem_reason(&e)))?;
     if certs.is_empty() {
         return Err(bad("no `BEGIN CERTIFICATE` block".to_owned()));
     }
     Ok(certs)
+}
+
+/// A PEM error in words: the parser's own text shows the marker it missed
+/// as a list of byte values (a half-written file during a rotation).
+fn pem_reason(error: &pem::Error) -> String {
+    match error {
+        pem::Error::MissingSectionEnd { end_marker } => format!(
+            "no `-----END {}-----` line (a truncated or half-written file?)",
+            String::from_utf8_lossy(end_marker).trim()
+        ),
+        pem::Error::IllegalSectionStart { line } => format!(
+            "a malformed `-----BEGIN` line: `{}`",
+            String::from_utf8_lossy(line).trim()
+        ),
+        pem::Error::NoItemsFound => "no PEM block of the expected kind".to_owned(),
+        other => other.to_string(),
+    }
 }
 
 fn build_config(options: &TlsOptions, material: &Material) -> Result<ServerConfig, TlsError> {
@@ -255,7 +277,7 @@ fn build_config(options: &TlsOptions, material: &Material) -> Result<ServerConfi
     let key = PrivateKeyDer::from_pem_slice(&material.key).map_err(|e| TlsError::Pem {
         what: "key",
         path: options.key.display().to_string(),
-        reason: e.to_string(),
+        reason: pem_reason(&e),
     })?;
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -369,5 +391,13 @@ mod tests {
         std::fs::write(&key, "not pem").expect("write");
         let err = ReloadingTlsConfig::load(TlsOptions::new(&cert, &key)).expect_err("garbage");
         assert!(err.to_string().contains("BEGIN CERTIFICATE"), "{err}");
+        // Half-written, as a rotation can leave it: the marker in words.
+        std::fs::write(&cert, "-----BEGIN CERTIFICATE-----\nMIIB\n").expect("write");
+        let err = ReloadingTlsConfig::load(TlsOptions::new(&cert, &key)).expect_err("truncated");
+        assert!(
+            err.to_string()
+                .contains("no `-----END CERTIFICATE-----` line"),
+            "{err}"
+        );
     }
 }
