@@ -48,6 +48,12 @@ pub struct Needs {
     pub kv_cache: bool,
 }
 
+/// True when `prometheusAddress` or its alias `serverAddress` is present,
+/// valid or not (a wrong one is reported by [`prometheus_address`]).
+pub fn prometheus_declared(md: &Metadata<'_>) -> bool {
+    md.has(keys::PROMETHEUS_ADDRESS) || md.has(keys::SERVER_ADDRESS)
+}
+
 /// `prometheusAddress` (or its alias `serverAddress`), validated.
 pub fn prometheus_address(md: &Metadata<'_>, errors: &mut Vec<MetadataError>) -> Option<Url> {
     let (sent, raw) = match (

@@ -3,6 +3,7 @@
 use reqwest::Url;
 
 use super::defaults::DEFAULT_GPU_BUSY_PERCENT;
+use super::engine::prometheus_declared;
 use super::error::{MetadataError, conflict, invalid};
 use super::keys;
 use super::params::GpuGuard;
@@ -83,6 +84,10 @@ pub fn gpu_input(
         None => return None,
     };
     let Some(address) = prometheus else {
+        // A present but wrong address has its own error already.
+        if prometheus_declared(md) {
+            return None;
+        }
         errors.push(conflict(
             keys::GPU_UTIL_QUERY,
             "needs `prometheusAddress` (it is a PromQL query)",

@@ -6,7 +6,7 @@ use super::broker::{BrokerTrigger, parse_metadata as parse_broker};
 use super::defaults::{
     DEFAULT_MAX_SIGNAL_AGE_POLLS, DEFAULT_MIN_REPORTING_FRACTION, DEFAULT_POLL_INTERVAL,
 };
-use super::engine::{EngineInput, Needs, engine_input, prometheus_address};
+use super::engine::{EngineInput, Needs, engine_input, prometheus_address, prometheus_declared};
 use super::error::{MetadataError, MetadataErrors, conflict, invalid};
 use super::gpu::{GpuInput, gpu_guard, gpu_input};
 use super::keys;
@@ -148,7 +148,12 @@ impl TriggerSpec {
 
         let policy = policy(&md, &mut errors);
         let prometheus = prometheus_address(&md, &mut errors);
-        let has_engine = md.has(keys::VLLM_TARGETS) || prometheus.is_some();
+        // Which sources the trigger has is read from the keys present, not
+        // from whether their values parsed: a source with a wrong value
+        // reports its own error and must not also count as missing (a
+        // second error naming a key the user never meant to set).
+        let declared = Declared::of(&md);
+        let has_engine = declared.scrape || declared.prometheus;
         // `capacity` reads per-pod counters: scraped, or on the PromQL path
         // per-pod queries (docs/decisions/0024). A broker-only trigger has
         // no pods to learn from.
@@ -165,7 +170,8 @@ impl TriggerSpec {
                 "counts the pods read per pod (`vllmTargets`, or `prometheusAddress` with `policy: capacity`); the summed PromQL path and brokers have no per-pod answers",
             ));
         }
-        let engine_input = if has_engine || broker.is_none() {
+        let engine_input = if declared.scrape || prometheus.is_some() || !declared.any() {
+            // Also with no source key at all: it reports the one missing.
             engine_input(
                 &md,
                 engine,
@@ -176,6 +182,10 @@ impl TriggerSpec {
                 per_pod,
                 &mut errors,
             )
+        } else if declared.prometheus {
+            // `prometheusAddress` (or its alias) is present but wrong, and
+            // said so: the signals it would read have no address to check.
+            None
         } else {
             // A broker-only trigger (an async worker fed by a queue):
             // engine-signal keys have nothing to read.
@@ -268,6 +278,36 @@ impl TriggerSpec {
     }
 }
 
+/// The sources a trigger's keys ask for, whether or not their values are valid.
+struct Declared {
+    /// `vllmTargets` is present.
+    scrape: bool,
+    /// `prometheusAddress` or its alias `serverAddress` is present.
+    prometheus: bool,
+    /// A broker's selecting key (`queueURL`, `bootstrapServers`, `rabbitmqHost`) is present.
+    broker: bool,
+}
+
+impl Declared {
+    fn of(md: &Metadata<'_>) -> Declared {
+        Declared {
+            scrape: md.has(keys::VLLM_TARGETS),
+            prometheus: prometheus_declared(md),
+            broker: [
+                keys::QUEUE_URL,
+                keys::BOOTSTRAP_SERVERS,
+                keys::RABBITMQ_HOST,
+            ]
+            .iter()
+            .any(|k| md.has(k)),
+        }
+    }
+
+    fn any(&self) -> bool {
+        self.scrape || self.prometheus || self.broker
+    }
+}
+
 fn mode(md: &Metadata<'_>, errors: &mut Vec<MetadataError>) -> Mode {
     match md.get(keys::MODE) {
         None => Mode::Active,
@@ -329,5 +369,7 @@ mod fuzz_tests;
 mod promql_tests;
 #[cfg(test)]
 mod redaction_tests;
+#[cfg(test)]
+mod source_tests;
 #[cfg(test)]
 mod tests;
