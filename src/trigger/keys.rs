@@ -102,7 +102,9 @@ pub const POD_PROMPT_TOKENS_QUERY: &str = "podPromptTokensQuery";
 pub const POD_KV_CACHE_QUERY: &str = "podKvCacheQuery";
 /// Name of a credentials profile in the scaler-side `--config` (bearer
 /// token, basic auth, headers for Prometheus). Credentials never come from
-/// metadata.
+/// metadata. Only the PromQL and broker sources read with a profile: on a
+/// trigger whose only sources are scraped (`vllmTargets`, `dcgmTargets`,
+/// which send no credentials) it is refused.
 ///
 /// With a broker source: name of a credential profile in the scaler's
 /// `--config` (`profiles:`), used for the broker's credentials. The profile

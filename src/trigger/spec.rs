@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::broker::{BrokerTrigger, parse_metadata as parse_broker};
+use super::broker::{BrokerTrigger, PROFILE_NAME, parse_metadata as parse_broker};
 use super::defaults::{
     DEFAULT_MAX_SIGNAL_AGE_POLLS, DEFAULT_MIN_REPORTING_FRACTION, DEFAULT_POLL_INTERVAL,
 };
@@ -17,6 +17,7 @@ use super::values::{
     Metadata, ip_family, number, optional_non_negative, optional_positive, required_positive,
     whole_seconds,
 };
+use crate::guard::credentials::valid_profile_name;
 use crate::source::{Engine, SourceSpec};
 
 const MAX_POLL_INTERVAL_SECS: u64 = 300;
@@ -153,6 +154,7 @@ impl TriggerSpec {
         // reports its own error and must not also count as missing (a
         // second error naming a key the user never meant to set).
         let declared = Declared::of(&md);
+        auth_profile(&md, &declared, &mut errors);
         let has_engine = declared.scrape || declared.prometheus;
         // `capacity` reads per-pod counters: scraped, or on the PromQL path
         // per-pod queries (docs/decisions/0024). A broker-only trigger has
@@ -305,6 +307,30 @@ impl Declared {
 
     fn any(&self) -> bool {
         self.scrape || self.prometheus || self.broker
+    }
+}
+
+/// `authProfile`, where no broker parses it: refused on a trigger whose
+/// sources send no credentials (the scrape path: `vllmTargets`,
+/// `dcgmTargets`), where it would silently do nothing, and on the PromQL
+/// path held to the name rules the broker path checks. With a broker the
+/// broker parser checks it; with no source key at all the missing source is
+/// the error.
+fn auth_profile(md: &Metadata<'_>, declared: &Declared, errors: &mut Vec<MetadataError>) {
+    let Some((sent, value)) = md.get(keys::AUTH_PROFILE) else {
+        return;
+    };
+    if declared.broker || !declared.any() {
+        return;
+    }
+    if !declared.prometheus {
+        errors.push(invalid(
+            sent,
+            value,
+            "names the credentials of a source that reads with a profile, `prometheusAddress` (or `serverAddress`) or a broker (`queueURL`, `bootstrapServers`, `rabbitmqHost`), and this trigger has none: the scrape path (`vllmTargets`, `dcgmTargets`) sends no credentials",
+        ));
+    } else if !valid_profile_name(value) {
+        errors.push(invalid(sent, value, PROFILE_NAME));
     }
 }
 

@@ -27,6 +27,10 @@ pub struct BrokerTrigger {
     pub message_weight: f64,
 }
 
+/// What `authProfile` allows (the PromQL path checks it with the same words).
+pub(crate) const PROFILE_NAME: &str =
+    "the name of a profile in the scaler config: 1 to 63 letters, digits, `.`, `_` or `-`";
+
 /// Which broker a key belongs to.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -157,11 +161,7 @@ pub fn parse_metadata(md: &Metadata<'_>) -> Result<Option<BrokerTrigger>, Vec<Me
         None => None,
         Some((_, value)) if valid_profile_name(value) => Some(value.to_owned()),
         Some((sent, value)) => {
-            errors.push(invalid(
-                sent,
-                value,
-                "the name of a profile in the scaler config: 1 to 63 letters, digits, `.`, `_` or `-`",
-            ));
+            errors.push(invalid(sent, value, PROFILE_NAME));
             None
         }
     };

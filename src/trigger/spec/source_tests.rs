@@ -1,6 +1,7 @@
 //! Which sources a trigger declares decides the source-level errors: a
 //! present-but-invalid source reports only its own problems (never "is
-//! required" or a policy's need for another source).
+//! required" or a policy's need for another source), and `authProfile` is
+//! refused where no declared source sends credentials.
 
 use super::TriggerSpec;
 
@@ -124,4 +125,78 @@ fn source_level_errors_still_come_when_no_source_key_is_present() {
             1,
         ),
     ]);
+}
+
+#[test]
+fn auth_profile_is_refused_where_no_source_uses_it() {
+    const REFUSED: [&str; 5] = [
+        "metadata key `authProfile` has value `prom-creds`",
+        "`prometheusAddress`",
+        "`bootstrapServers`",
+        "`rabbitmqHost`",
+        "sends no credentials",
+    ];
+    check(&[
+        (
+            &[
+                ("vllmTargets", "http://a:1/metrics"),
+                T,
+                ("authProfile", "prom-creds"),
+            ],
+            &REFUSED,
+            &[],
+            1,
+        ),
+        (
+            &[
+                ("vllmTargets", "http://a:1/metrics"),
+                ("dcgmTargets", "http://d:9400/metrics"),
+                ("podSelectorRegex", "llama-.*"),
+                T,
+                ("authProfile", "prom-creds"),
+            ],
+            &REFUSED,
+            &[],
+            1,
+        ),
+        // No source at all: "is required" already says what to set.
+        (&[T, ("authProfile", "prom-creds")], &[REQUIRED], &[], 1),
+        // The PromQL path checks the name as a broker does (an empty one
+        // was read as "no profile").
+        (
+            &[
+                ("prometheusAddress", "http://p:9090"),
+                T,
+                ("authProfile", ""),
+            ],
+            &["metadata key `authProfile` has value ``: the name of a profile"],
+            &[],
+            1,
+        ),
+    ]);
+    // Sources that read with a profile keep it.
+    let accepted: &[&[(&str, &str)]] = &[
+        &[
+            ("prometheusAddress", "http://p:9090"),
+            T,
+            ("authProfile", "prom-creds"),
+        ],
+        &[KAFKA[0], KAFKA[1], T, ("authProfile", "prom-creds")],
+        // The GPU query reads Prometheus with it.
+        &[
+            ("vllmTargets", "http://a:1/metrics"),
+            ("prometheusAddress", "http://p:9090"),
+            ("podSelectorRegex", "llama-.*"),
+            T,
+            ("authProfile", "prom-creds"),
+        ],
+    ];
+    for pairs in accepted {
+        let spec = TriggerSpec::from_metadata(pairs.iter().copied())
+            .unwrap_or_else(|e| panic!("{pairs:?}: {e}"));
+        assert!(
+            format!("{:?}", spec.sources()).contains("\"prom-creds\""),
+            "{pairs:?}: the profile reaches no source"
+        );
+    }
 }
