@@ -3,7 +3,7 @@
 
 use reqwest::Url;
 
-use super::error::{MetadataError, conflict, invalid};
+use super::error::{MetadataError, Redacted, conflict, invalid};
 use super::keys;
 use super::latency::TtftSettings;
 use super::values::{Metadata, targets};
@@ -322,7 +322,10 @@ fn pod_queries(
                 errors.push(invalid(
                     sent,
                     raw,
-                    format!("a PromQL expression returning one series per pod, each with its `{pod_label}` label"),
+                    format!(
+                        "a PromQL expression returning one series per pod, each with its `{}` label",
+                        Redacted::new(&pod_label)
+                    ),
                 ));
                 None
             }

@@ -40,7 +40,7 @@ pub fn gpu_input(
                     errors.push(invalid(
                         sent,
                         raw,
-                        format!("a valid regular expression ({e})"),
+                        format!("a valid regular expression ({})", regex_reason(&e)),
                     ));
                     None
                 }
@@ -99,6 +99,21 @@ pub fn gpu_input(
         query,
         auth_profile: md.text(keys::AUTH_PROFILE).map(str::to_owned),
     }))
+}
+
+/// Why a pattern is not a regular expression, without the pattern: the
+/// regex crate's syntax error quotes it whole, unredacted and uncut, and
+/// the error already echoes the value (redacted, cut).
+fn regex_reason(error: &regex::Error) -> String {
+    match error {
+        regex::Error::Syntax(text) => text
+            .lines()
+            .rev()
+            .find_map(|line| line.strip_prefix("error: "))
+            .unwrap_or("a syntax error")
+            .to_owned(),
+        other => other.to_string(),
+    }
 }
 
 /// The guard's thresholds when a GPU signal is `configured`; without one,

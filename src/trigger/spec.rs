@@ -390,6 +390,8 @@ fn metric_name(
 }
 
 #[cfg(test)]
+mod echo_tests;
+#[cfg(test)]
 mod fuzz_tests;
 #[cfg(test)]
 mod promql_tests;

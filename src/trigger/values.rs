@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::error::{MetadataError, conflict, invalid};
+use super::error::{MAX_UNKNOWN_LISTED, MetadataError, Redacted, conflict, invalid};
 use super::keda_names::refusal;
 use super::keys;
 use crate::source::ScrapeTarget;
@@ -32,6 +32,7 @@ impl<'a> Metadata<'a> {
         let mut aliased = Vec::new();
         let mut refused = Vec::new();
         let mut suggested = 0;
+        let mut unknown = 0;
         for (sent_key, value) in metadata {
             // KEDA resolves `xFromEnv` from the workload's env and keeps the key name.
             let key = sent_key.strip_suffix("FromEnv").unwrap_or(sent_key);
@@ -50,7 +51,9 @@ impl<'a> Metadata<'a> {
                 Some(known) => {
                     folded.values.insert(known, (sent_key, value.trim()));
                 }
+                None if unknown >= MAX_UNKNOWN_LISTED => unknown += 1,
                 None => {
+                    unknown += 1;
                     // A suggestion compares the key with every valid one: bounded,
                     // so a map of thousands of junk keys costs no seconds of CPU
                     // per GetMetricSpec (found by fuzzing, decision 0017).
@@ -61,11 +64,16 @@ impl<'a> Metadata<'a> {
                         None
                     };
                     errors.push(MetadataError::Unknown {
-                        key: sent_key.to_owned(),
+                        key: Redacted::new(sent_key),
                         nearest,
                     });
                 }
             }
+        }
+        if unknown > MAX_UNKNOWN_LISTED {
+            errors.push(MetadataError::MoreUnknown {
+                count: unknown - MAX_UNKNOWN_LISTED,
+            });
         }
         // After the loop: metadata arrives as a map, in no order.
         for (alias, known, sent_key, value) in aliased {
