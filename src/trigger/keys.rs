@@ -5,6 +5,12 @@
 //! key the registry does not have). Broker keys keep KEDA's names and defaults
 //! where KEDA's built-in scaler has the concept. A key `xFromEnv` is read as
 //! `x` (KEDA resolves it from the workload's environment).
+//!
+//! A boolean key reads exactly what Go's `strconv.ParseBool` reads, as
+//! KEDA's own scalers do (so a value copied from one means the same): `1`,
+//! `t`, `T`, `TRUE`, `true`, `True` and `0`, `f`, `F`, `FALSE`, `false`,
+//! `False`. An enum-like key (`engine`, `policy`, `mode`, `ipFamily`,
+//! `offsetResetPolicy`, `protocol`) is read in any case.
 
 mod broker;
 mod keda;
@@ -167,8 +173,8 @@ pub const HEADROOM: &str = "headroom";
 pub const DRAIN_HORIZON_SECONDS: &str = "drainHorizonSeconds";
 /// Learn `μ` online from the pods' counters (Little's law per pod,
 /// extrapolated to a full batch along the fitted latency curve; shown in
-/// `/explain` with its source, error and age). `true` or `false`. Default
-/// true. `false` fixes `μ` at `drainRatePerReplica` (which it then
+/// `/explain` with its source, error and age). A boolean
+/// (`strconv.ParseBool`'s spellings, as KEDA). Default true. `false` fixes `μ` at `drainRatePerReplica` (which it then
 /// requires): no learning, no backlog floor, and a pod without a finished
 /// counter makes the trigger unavailable.
 pub const LEARN_DRAIN_RATE: &str = "learnDrainRate";

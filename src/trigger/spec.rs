@@ -401,3 +401,5 @@ mod redaction_tests;
 mod source_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod value_tests;

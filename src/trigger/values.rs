@@ -143,8 +143,9 @@ impl<'a> Metadata<'a> {
     }
 
     /// A boolean as KEDA reads its own (Go's `strconv.ParseBool`: `true`,
-    /// `True`, `TRUE`, `t`, `T`, `1` and the same for false); `default`
-    /// when absent or invalid.
+    /// `True`, `TRUE`, `t`, `T`, `1` and the same for false, nothing else,
+    /// so a value copied from a KEDA scaler means the same here); `default`
+    /// when absent or invalid. Every boolean key is read with this.
     pub fn bool(&self, key: &'static str, default: bool, errors: &mut Vec<MetadataError>) -> bool {
         let Some((sent, value)) = self.get(key) else {
             return default;
@@ -153,11 +154,20 @@ impl<'a> Metadata<'a> {
             "true" | "True" | "TRUE" | "t" | "T" | "1" => true,
             "false" | "False" | "FALSE" | "f" | "F" | "0" => false,
             _ => {
-                errors.push(invalid(sent, value, "`true` or `false`"));
+                errors.push(invalid(sent, value, BOOLEANS));
                 default
             }
         }
     }
+}
+
+/// What a boolean key allows ([`Metadata::bool`]).
+const BOOLEANS: &str = "`true` or `false` (as Go's strconv.ParseBool reads them, like KEDA: also `1`, `t`, `T`, `TRUE`, `True`, `0`, `f`, `F`, `FALSE`, `False`)";
+
+/// `ipFamily`'s value in any case, as the other enum-like keys (`engine`,
+/// `policy`, `mode`) are read.
+fn family(raw: &str) -> Option<IpFamily> {
+    IpFamily::parse(&raw.to_ascii_lowercase())
 }
 
 /// Unknown keys that get a "did you mean" (a person fixes a few typos at a
@@ -298,7 +308,7 @@ pub fn targets(
     // `ipFamily` itself is checked once, in `ip_family`.
     let family = md
         .text(keys::IP_FAMILY)
-        .and_then(IpFamily::parse)
+        .and_then(family)
         .unwrap_or_default();
     let mut targets = Vec::new();
     for entry in raw.split(',').map(str::trim).filter(|e| !e.is_empty()) {
@@ -332,7 +342,7 @@ pub fn ip_family(md: &Metadata<'_>, errors: &mut Vec<MetadataError>) {
     let Some((sent_key, raw)) = md.get(keys::IP_FAMILY) else {
         return;
     };
-    if IpFamily::parse(raw).is_none() {
+    if family(raw).is_none() {
         errors.push(invalid(sent_key, raw, "`auto`, `ipv4` or `ipv6`"));
         return;
     }

@@ -1,0 +1,129 @@
+//! How single values are read: every boolean as Go's `strconv.ParseBool`
+//! (what KEDA's own scalers use, so copied values keep working) and
+//! enum-like values in any case.
+
+use super::*;
+use crate::source::broker::BrokerSource;
+
+fn parse(pairs: &[(&str, &str)]) -> Result<TriggerSpec, MetadataErrors> {
+    TriggerSpec::from_metadata(pairs.iter().copied())
+}
+
+fn error_text(pairs: &[(&str, &str)]) -> String {
+    match parse(pairs) {
+        Ok(spec) => panic!("{pairs:?}: expected an error, got {spec:?}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+const T: (&str, &str) = ("targetBacklogPerReplica", "10");
+const SCRAPE: (&str, &str) = ("vllmTargets", "http://a:1/metrics");
+const SQS: &[(&str, &str)] = &[T, ("queueURL", "jobs"), ("awsRegion", "eu-west-1")];
+const KAFKA: &[(&str, &str)] = &[
+    T,
+    ("bootstrapServers", "127.0.0.1:1"),
+    ("consumerGroup", "g"),
+    ("topic", "t"),
+];
+const RABBIT_HTTP: &[(&str, &str)] = &[
+    T,
+    ("rabbitmqHost", "http://127.0.0.1:15672"),
+    ("queueName", "q"),
+];
+const CAPACITY: &[(&str, &str)] = &[SCRAPE, T, ("drainRatePerReplica", "2")];
+
+/// Every boolean key, with the keys it needs to be read.
+const BOOLEANS: &[(&str, &[(&str, &str)])] = &[
+    ("learnDrainRate", CAPACITY),
+    ("scaleOnInFlight", SQS),
+    ("scaleOnDelayed", SQS),
+    ("scaleToZeroOnInvalidOffset", KAFKA),
+    ("allowIdleConsumers", KAFKA),
+    ("excludePersistentLag", KAFKA),
+    ("limitToPartitionsWithLag", KAFKA),
+    ("excludeUnacknowledged", RABBIT_HTTP),
+];
+
+/// The value a boolean key was read as.
+fn flag(spec: &TriggerSpec, key: &str) -> bool {
+    if key == keys::LEARN_DRAIN_RATE {
+        let Policy::Capacity(p) = spec.fusion.policy else {
+            panic!("capacity")
+        };
+        return p.learn_drain_rate;
+    }
+    let Some(broker) = &spec.broker else {
+        panic!("{key}: no broker")
+    };
+    match (&broker.source, key) {
+        (BrokerSource::Sqs(s), keys::SCALE_ON_IN_FLIGHT) => s.scale_on_in_flight,
+        (BrokerSource::Sqs(s), keys::SCALE_ON_DELAYED) => s.scale_on_delayed,
+        (BrokerSource::Kafka(k), keys::SCALE_TO_ZERO_ON_INVALID_OFFSET) => {
+            k.scale_to_zero_on_invalid_offset
+        }
+        (BrokerSource::Kafka(k), keys::ALLOW_IDLE_CONSUMERS) => k.allow_idle_consumers,
+        (BrokerSource::Kafka(k), keys::EXCLUDE_PERSISTENT_LAG) => k.exclude_persistent_lag,
+        (BrokerSource::Kafka(k), keys::LIMIT_TO_PARTITIONS_WITH_LAG) => {
+            k.limit_to_partitions_with_lag
+        }
+        (BrokerSource::RabbitMq(r), keys::EXCLUDE_UNACKNOWLEDGED) => r.exclude_unacknowledged,
+        (source, key) => panic!("{key} is not a flag of {source:?}"),
+    }
+}
+
+#[test]
+fn every_boolean_key_reads_exactly_what_go_parse_bool_reads() {
+    let truths = ["1", "t", "T", "TRUE", "true", "True"];
+    let falsehoods = ["0", "f", "F", "FALSE", "false", "False"];
+    for (key, context) in BOOLEANS {
+        for (values, expected) in [(truths, true), (falsehoods, false)] {
+            for value in values {
+                let mut pairs = context.to_vec();
+                pairs.push((key, value));
+                let spec = parse(&pairs).unwrap_or_else(|e| panic!("{key}: {value}: {e}"));
+                assert_eq!(flag(&spec, key), expected, "{key}: {value}");
+            }
+        }
+        for value in ["TrUe", "fAlSe", "yes", "no", "on", "2", ""] {
+            let mut pairs = context.to_vec();
+            pairs.push((key, value));
+            let text = error_text(&pairs);
+            let expected = format!(
+                "metadata key `{key}` has value `{value}`: `true` or `false` (as Go's strconv.ParseBool reads them, like KEDA: also `1`, `t`, `T`, `TRUE`, `True`, `0`, `f`, `F`, `FALSE`, `False`)"
+            );
+            assert!(text.contains(&expected), "{key}: {value}: {text}");
+        }
+    }
+}
+
+#[test]
+fn enum_like_values_are_read_in_any_case() {
+    let dns = ("vllmTargets", "dns+http://vllm.ns:8000/metrics");
+    /// Context, key, value as sent, the same value in lower case.
+    type Case<'a> = (&'a [(&'a str, &'a str)], &'a str, &'a str, &'a str);
+    let cases: &[Case] = &[
+        (&[dns, T], "ipFamily", "IPV6", "ipv6"),
+        (&[dns, T], "ipFamily", "Auto", "auto"),
+        (KAFKA, "offsetResetPolicy", "Earliest", "earliest"),
+        (KAFKA, "offsetResetPolicy", "LATEST", "latest"),
+        (RABBIT_HTTP, "protocol", "HTTP", "http"),
+        (RABBIT_HTTP, "protocol", "Auto", "auto"),
+        (&[SCRAPE, T], "engine", "VLLM", "vllm"),
+        (&[SCRAPE, T], "policy", "Backlog", "backlog"),
+        (&[SCRAPE, T], "mode", "Shadow", "shadow"),
+    ];
+    for (context, key, sent, lower) in cases {
+        let with = |value| {
+            let mut pairs = context.to_vec();
+            pairs.push((key, value));
+            parse(&pairs).unwrap_or_else(|e| panic!("{key}: {value}: {e}"))
+        };
+        assert_eq!(with(sent), with(lower), "{key}: {sent}");
+    }
+    // The error still lists the spellings the docs use.
+    let text = error_text(&[dns, T, ("ipFamily", "dual")]);
+    assert!(
+        text.contains("metadata key `ipFamily` has value `dual`: `auto`, `ipv4` or `ipv6`"),
+        "{text}"
+    );
+}
