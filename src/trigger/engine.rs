@@ -156,11 +156,8 @@ pub fn engine_input(
         }
         (true, _) => {
             for key in query_keys.into_iter().chain(POD_QUERY_KEYS) {
-                if md.has(key) {
-                    errors.push(conflict(
-                        key,
-                        "needs `prometheusAddress` (it is a PromQL query)",
-                    ));
+                if let Some((sent, value)) = md.get(key) {
+                    errors.push(invalid(sent, value, needs_prometheus(key)));
                 }
             }
             let unsupported = |key: &'static str, what: &str| {
@@ -419,6 +416,16 @@ fn pod_queries(
         model_name,
         prometheus: Some(Box::new(queries)),
     }))
+}
+
+/// Why a PromQL key does nothing without `prometheusAddress` (this
+/// trigger scrapes `vllmTargets`, or reads no engine at all).
+pub fn needs_prometheus(key: &str) -> &'static str {
+    if key == keys::POD_LABEL {
+        "names the pod's label in the per-pod PromQL answers, which needs `prometheusAddress` (with `policy: capacity`)"
+    } else {
+        "a PromQL query, which needs `prometheusAddress`"
+    }
 }
 
 /// A Prometheus label name.

@@ -3,7 +3,7 @@
 use reqwest::Url;
 
 use super::defaults::DEFAULT_GPU_BUSY_PERCENT;
-use super::engine::prometheus_declared;
+use super::engine::{needs_prometheus, prometheus_declared};
 use super::error::{MetadataError, conflict, invalid};
 use super::keys;
 use super::params::GpuGuard;
@@ -88,10 +88,9 @@ pub fn gpu_input(
         if prometheus_declared(md) {
             return None;
         }
-        errors.push(conflict(
-            keys::GPU_UTIL_QUERY,
-            "needs `prometheusAddress` (it is a PromQL query)",
-        ));
+        if let Some((sent, raw)) = md.get(keys::GPU_UTIL_QUERY) {
+            errors.push(invalid(sent, raw, needs_prometheus(keys::GPU_UTIL_QUERY)));
+        }
         return None;
     };
     Some(GpuInput::Prometheus(PromQuery {

@@ -88,7 +88,12 @@ impl TriggerSpec {
         };
 
         let target = required_positive(&md, keys::TARGET_BACKLOG_PER_REPLICA, &mut errors);
-        let running_per_replica = optional_positive(&md, keys::RUNNING_PER_REPLICA, &mut errors);
+        let running_per_replica = optional_positive(
+            &md,
+            keys::RUNNING_PER_REPLICA,
+            "a number greater than 0, e.g. `32`",
+            &mut errors,
+        );
         let activation_backlog =
             optional_non_negative(&md, keys::ACTIVATION_BACKLOG, &mut errors).unwrap_or(0.0);
         let poll_interval = whole_seconds(

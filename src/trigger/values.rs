@@ -245,19 +245,15 @@ pub fn required_positive(
     number(md, key, |v| v > 0.0, ALLOWED, errors)
 }
 
-/// An optional number > 0.
+/// An optional number > 0; `allowed` says so in the key's own unit, with
+/// an example that fits the key.
 pub fn optional_positive(
     md: &Metadata<'_>,
     key: &'static str,
+    allowed: &str,
     errors: &mut Vec<MetadataError>,
 ) -> Option<f64> {
-    number(
-        md,
-        key,
-        |v| v > 0.0,
-        "a number greater than 0, e.g. `32`",
-        errors,
-    )
+    number(md, key, |v| v > 0.0, allowed, errors)
 }
 
 /// An optional number ≥ 0.

@@ -1,6 +1,6 @@
 //! How single values are read: every boolean as Go's `strconv.ParseBool`
-//! (what KEDA's own scalers use, so copied values keep working) and
-//! enum-like values in any case.
+//! (what KEDA's own scalers use, so copied values keep working),
+//! enum-like values in any case, and the words of the errors.
 
 use super::*;
 use crate::source::broker::BrokerSource;
@@ -125,5 +125,76 @@ fn enum_like_values_are_read_in_any_case() {
     assert!(
         text.contains("metadata key `ipFamily` has value `dual`: `auto`, `ipv4` or `ipv6`"),
         "{text}"
+    );
+}
+
+#[test]
+fn errors_say_what_this_key_allows() {
+    type Case = (
+        &'static [(&'static str, &'static str)],
+        &'static [&'static str],
+        &'static [&'static str],
+    );
+    let cases: &[Case] = &[
+        (
+            &[SCRAPE, T, ("ttftSloSeconds", "-1")],
+            &["`ttftSloSeconds` has value `-1`: a number of seconds greater than 0, e.g. `2`"],
+            &["`32`"],
+        ),
+        (
+            &[SCRAPE, T, ("drainRatePerReplica", "0")],
+            &[
+                "`drainRatePerReplica` has value `0`: a number of requests per second greater than 0, e.g. `2.5`",
+            ],
+            &["`32`"],
+        ),
+        (
+            &[SCRAPE, T, ("runningPerReplica", "0")],
+            &["`runningPerReplica` has value `0`: a number greater than 0, e.g. `32`"],
+            &[],
+        ),
+        (
+            &[SCRAPE, T, ("ttftSloSeconds", "2"), ("ttftQuantile", "1")],
+            &["`ttftQuantile` has value `1`: a number between 0 and 1, both excluded, e.g. `0.95`"],
+            &[],
+        ),
+        (
+            &[SCRAPE, T, ("podLabel", "kubernetes_pod_name")],
+            &[
+                "metadata key `podLabel` has value `kubernetes_pod_name`",
+                "needs `prometheusAddress`",
+            ],
+            &["PromQL query"],
+        ),
+        (
+            &[SCRAPE, T, ("waitingQuery", "sum(w)")],
+            &[
+                "metadata key `waitingQuery` has value `sum(w)`",
+                "needs `prometheusAddress`",
+            ],
+            &[],
+        ),
+        (
+            &[SCRAPE, T, ("messageWeight", "0")],
+            &[
+                "metadata key `messageWeight` has value `0`: a number greater than 0",
+                "metadata key `messageWeight` has value `0`: applies to a broker source",
+            ],
+            &[],
+        ),
+    ];
+    for (pairs, wanted, unwanted) in cases {
+        let text = error_text(pairs);
+        for needle in *wanted {
+            assert!(text.contains(needle), "{pairs:?}: {text} lacks {needle:?}");
+        }
+        for needle in *unwanted {
+            assert!(!text.contains(needle), "{pairs:?}: {text} has {needle:?}");
+        }
+    }
+    // A valid weight without a broker is only out of place.
+    assert_eq!(
+        error_text(&[SCRAPE, T, ("messageWeight", "2")]),
+        "metadata key `messageWeight` has value `2`: applies to a broker source: set `queueURL`, `bootstrapServers` or `rabbitmqHost`"
     );
 }
