@@ -345,7 +345,17 @@ fn mode(md: &Metadata<'_>, errors: &mut Vec<MetadataError>) -> Mode {
         Some((_, raw)) if raw.eq_ignore_ascii_case("active") => Mode::Active,
         Some((_, raw)) if raw.eq_ignore_ascii_case("shadow") => Mode::Shadow,
         Some((sent, raw)) => {
-            errors.push(invalid(sent, raw, "`active` or `shadow`"));
+            // A trigger copied from KEDA's rabbitmq scaler brings its `mode`,
+            // which means what `value` counts there; say so instead of only
+            // listing ours.
+            let allowed = if raw.eq_ignore_ascii_case("QueueLength") {
+                "`active` or `shadow` (whether the answers reach KEDA); KEDA's rabbitmq `mode` has no key here: the RabbitMQ source counts the queue's messages, so drop `mode` and write `targetBacklogPerReplica` = `value` × `messageWeight`"
+            } else if raw.eq_ignore_ascii_case("MessageRate") {
+                "`active` or `shadow` (whether the answers reach KEDA); KEDA's rabbitmq `mode: MessageRate` has no equivalent here: the RabbitMQ source counts the queue's messages, not a rate"
+            } else {
+                "`active` or `shadow`"
+            };
+            errors.push(invalid(sent, raw, allowed));
             Mode::Active
         }
     }

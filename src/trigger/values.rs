@@ -57,7 +57,13 @@ impl<'a> Metadata<'a> {
                     // A suggestion compares the key with every valid one: bounded,
                     // so a map of thousands of junk keys costs no seconds of CPU
                     // per GetMetricSpec (found by fuzzing, decision 0017).
-                    let nearest = if suggested < MAX_SUGGESTIONS {
+                    let renamed = keys::KEDA_RENAMED
+                        .iter()
+                        .find(|(keda, _)| *keda == key)
+                        .map(|(_, ours)| *ours);
+                    let nearest = if renamed.is_some() {
+                        renamed
+                    } else if suggested < MAX_SUGGESTIONS {
                         suggested += 1;
                         nearest_key(key)
                     } else {

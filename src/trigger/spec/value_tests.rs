@@ -198,3 +198,46 @@ fn errors_say_what_this_key_allows() {
         "metadata key `messageWeight` has value `2`: applies to a broker source: set `queueURL`, `bootstrapServers` or `rabbitmqHost`"
     );
 }
+
+#[test]
+fn keys_of_kedas_rabbitmq_scaler_point_to_ours() {
+    let cases: &[(&str, &str, &[&str])] = &[
+        (
+            "host",
+            "amqp://127.0.0.1:5672",
+            &["unknown metadata key `host` (did you mean `rabbitmqHost`?)"],
+        ),
+        (
+            "hostFromEnv",
+            "amqp://127.0.0.1:5672",
+            &["unknown metadata key `hostFromEnv` (did you mean `rabbitmqHost`?)"],
+        ),
+        (
+            "mode",
+            "QueueLength",
+            &[
+                "metadata key `mode` has value `QueueLength`: `active` or `shadow`",
+                "KEDA's rabbitmq",
+                "`targetBacklogPerReplica`",
+            ],
+        ),
+        (
+            "mode",
+            "MessageRate",
+            &["`active` or `shadow`", "KEDA's rabbitmq", "no equivalent"],
+        ),
+    ];
+    for (key, value, needles) in cases {
+        let mut pairs = RABBIT_HTTP.to_vec();
+        pairs.push((key, value));
+        let text = error_text(&pairs);
+        for needle in *needles {
+            assert!(text.contains(needle), "{key}: {text} lacks {needle:?}");
+        }
+    }
+    let text = error_text(&[SCRAPE, T, ("mode", "bogus")]);
+    assert_eq!(
+        text,
+        "metadata key `mode` has value `bogus`: `active` or `shadow`"
+    );
+}
