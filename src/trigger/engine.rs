@@ -155,11 +155,7 @@ pub fn engine_input(
             None
         }
         (true, _) => {
-            for key in query_keys.into_iter().chain(POD_QUERY_KEYS) {
-                if let Some((sent, value)) = md.get(key) {
-                    errors.push(invalid(sent, value, needs_prometheus(key)));
-                }
-            }
+            refuse_promql_keys(md, errors);
             let unsupported = |key: &'static str, what: &str| {
                 conflict(
                     key,
@@ -418,8 +414,19 @@ fn pod_queries(
     }))
 }
 
-/// Why a PromQL key does nothing without `prometheusAddress` (this
-/// trigger scrapes `vllmTargets`, or reads no engine at all).
+/// Each engine PromQL key present, on a trigger without `prometheusAddress`
+/// (it scrapes `vllmTargets`, or reads only a broker): refused, as nothing
+/// would read it.
+pub fn refuse_promql_keys(md: &Metadata<'_>, errors: &mut Vec<MetadataError>) {
+    let summed = SUMMED_QUERIES.iter().map(|(key, _)| *key);
+    for key in summed.chain(POD_QUERY_KEYS) {
+        if let Some((sent, value)) = md.get(key) {
+            errors.push(invalid(sent, value, needs_prometheus(key)));
+        }
+    }
+}
+
+/// Why a PromQL key does nothing without `prometheusAddress`.
 pub fn needs_prometheus(key: &str) -> &'static str {
     if key == keys::POD_LABEL {
         "names the pod's label in the per-pod PromQL answers, which needs `prometheusAddress` (with `policy: capacity`)"

@@ -6,7 +6,9 @@ use super::broker::{BrokerTrigger, PROFILE_NAME, parse_metadata as parse_broker}
 use super::defaults::{
     DEFAULT_MAX_SIGNAL_AGE_POLLS, DEFAULT_MIN_REPORTING_FRACTION, DEFAULT_POLL_INTERVAL,
 };
-use super::engine::{EngineInput, Needs, engine_input, prometheus_address, prometheus_declared};
+use super::engine::{
+    EngineInput, Needs, engine_input, prometheus_address, prometheus_declared, refuse_promql_keys,
+};
 use super::error::{MetadataError, MetadataErrors, conflict, invalid};
 use super::gpu::{GpuInput, gpu_guard, gpu_input};
 use super::keys;
@@ -196,6 +198,7 @@ impl TriggerSpec {
         } else {
             // A broker-only trigger (an async worker fed by a queue):
             // engine-signal keys have nothing to read.
+            refuse_promql_keys(&md, &mut errors);
             for key in [
                 keys::RUNNING_PER_REPLICA,
                 keys::TTFT_SLO_SECONDS,

@@ -200,3 +200,30 @@ fn auth_profile_is_refused_where_no_source_uses_it() {
         );
     }
 }
+
+#[test]
+fn promql_keys_on_a_broker_only_trigger_are_refused() {
+    // They were accepted and read by nothing.
+    for key in [
+        "waitingQuery",
+        "runningQuery",
+        "kvCacheQuery",
+        "replicasQuery",
+        "podWaitingQuery",
+        "podRunningQuery",
+        "podFinishedQuery",
+        "podGenerationTokensQuery",
+        "podPromptTokensQuery",
+        "podKvCacheQuery",
+        "podLabel",
+    ] {
+        let errors = errors(&[KAFKA[0], KAFKA[1], T, (key, "x")]);
+        let text = errors.join("; ");
+        assert!(
+            text.starts_with(&format!("metadata key `{key}` has value `x`: "))
+                && text.contains("needs `prometheusAddress`"),
+            "{key}: {text}"
+        );
+        assert_eq!(errors.len(), 1, "{key}: {text}");
+    }
+}
