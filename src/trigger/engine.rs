@@ -154,6 +154,14 @@ pub fn engine_input(
             ));
             None
         }
+        // The GPU signal is scraped too: the address would serve nothing.
+        (true, Some(_)) if md.has(keys::DCGM_TARGETS) => {
+            errors.push(conflict(
+                keys::PROMETHEUS_ADDRESS,
+                "is read by nothing: `vllmTargets` scrapes the engine signals and `dcgmTargets` the GPU's; remove it (and an `authProfile` for it)",
+            ));
+            None
+        }
         (true, _) => {
             refuse_promql_keys(md, errors);
             let unsupported = |key: &'static str, what: &str| {

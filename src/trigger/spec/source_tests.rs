@@ -227,3 +227,22 @@ fn promql_keys_on_a_broker_only_trigger_are_refused() {
         assert_eq!(errors.len(), 1, "{key}: {text}");
     }
 }
+
+#[test]
+fn a_prometheus_address_nothing_reads_is_refused() {
+    // vllmTargets scrapes the engine and dcgmTargets the GPUs: the address
+    // (and a profile for it) was accepted and read by nothing.
+    check(&[(
+        &[
+            ("vllmTargets", "http://a:1/metrics"),
+            ("prometheusAddress", "http://p:9090"),
+            ("dcgmTargets", "http://d:9400/metrics"),
+            ("podSelectorRegex", "llama-.*"),
+            T,
+            ("authProfile", "prom-creds"),
+        ],
+        &["metadata key `prometheusAddress` is read by nothing"],
+        &[],
+        1,
+    )]);
+}
