@@ -3,7 +3,7 @@
 
 use reqwest::Url;
 
-use super::error::{MetadataError, conflict, invalid};
+use super::error::{MetadataError, Redacted, conflict, invalid};
 use super::keys;
 use super::latency::TtftSettings;
 use super::values::{Metadata, targets};
@@ -46,6 +46,12 @@ pub struct Needs {
     pub ttft: bool,
     /// `kvCacheTarget` is set.
     pub kv_cache: bool,
+}
+
+/// True when `prometheusAddress` or its alias `serverAddress` is present,
+/// valid or not (a wrong one is reported by [`prometheus_address`]).
+pub fn prometheus_declared(md: &Metadata<'_>) -> bool {
+    md.has(keys::PROMETHEUS_ADDRESS) || md.has(keys::SERVER_ADDRESS)
 }
 
 /// `prometheusAddress` (or its alias `serverAddress`), validated.
@@ -148,15 +154,16 @@ pub fn engine_input(
             ));
             None
         }
+        // The GPU signal is scraped too: the address would serve nothing.
+        (true, Some(_)) if md.has(keys::DCGM_TARGETS) => {
+            errors.push(conflict(
+                keys::PROMETHEUS_ADDRESS,
+                "is read by nothing: `vllmTargets` scrapes the engine signals and `dcgmTargets` the GPU's; remove it (and an `authProfile` for it)",
+            ));
+            None
+        }
         (true, _) => {
-            for key in query_keys.into_iter().chain(POD_QUERY_KEYS) {
-                if md.has(key) {
-                    errors.push(conflict(
-                        key,
-                        "needs `prometheusAddress` (it is a PromQL query)",
-                    ));
-                }
-            }
+            refuse_promql_keys(md, errors);
             let unsupported = |key: &'static str, what: &str| {
                 conflict(
                     key,
@@ -316,7 +323,10 @@ fn pod_queries(
                 errors.push(invalid(
                     sent,
                     raw,
-                    format!("a PromQL expression returning one series per pod, each with its `{pod_label}` label"),
+                    format!(
+                        "a PromQL expression returning one series per pod, each with its `{}` label",
+                        Redacted::new(&pod_label)
+                    ),
                 ));
                 None
             }
@@ -410,6 +420,27 @@ fn pod_queries(
         model_name,
         prometheus: Some(Box::new(queries)),
     }))
+}
+
+/// Each engine PromQL key present, on a trigger without `prometheusAddress`
+/// (it scrapes `vllmTargets`, or reads only a broker): refused, as nothing
+/// would read it.
+pub fn refuse_promql_keys(md: &Metadata<'_>, errors: &mut Vec<MetadataError>) {
+    let summed = SUMMED_QUERIES.iter().map(|(key, _)| *key);
+    for key in summed.chain(POD_QUERY_KEYS) {
+        if let Some((sent, value)) = md.get(key) {
+            errors.push(invalid(sent, value, needs_prometheus(key)));
+        }
+    }
+}
+
+/// Why a PromQL key does nothing without `prometheusAddress`.
+pub fn needs_prometheus(key: &str) -> &'static str {
+    if key == keys::POD_LABEL {
+        "names the pod's label in the per-pod PromQL answers, which needs `prometheusAddress` (with `policy: capacity`)"
+    } else {
+        "a PromQL query, which needs `prometheusAddress`"
+    }
 }
 
 /// A Prometheus label name.

@@ -1,22 +1,42 @@
 //! What is wrong with a trigger's metadata: one [`MetadataError`] per
-//! problem, each naming the key, the value and what is allowed. A value is
-//! echoed only as [`Redacted`], so no error repeats a credential.
+//! problem, each naming the key, the value and what is allowed. A value (or
+//! an unknown key) is echoed only as [`Redacted`], so no error repeats a
+//! credential, and none is longer than [`MAX_ECHO_CHARS`]: the errors become
+//! a gRPC status message, which travels in a header whose size clients cap
+//! (a 3 MB echo would make KEDA's Go client report a transport error
+//! instead of ours).
 
 use std::fmt;
 
 use crate::guard::redact::redact;
 
+/// Characters of a value or key an error echoes: enough to recognise it
+/// (a URL, a query's start); the rest is cut, its length noted.
+pub(crate) const MAX_ECHO_CHARS: usize = 200;
+/// Unknown keys an error lists by name: a person fixes a few at a time, and
+/// thousands of junk keys would make a message of hundreds of KB. The rest
+/// are counted ([`MetadataError::MoreUnknown`]).
+pub(crate) const MAX_UNKNOWN_LISTED: usize = 20;
+
 /// A metadata value as an error echoes it: credential-shaped parts (URL
 /// userinfo, credential query parameters, `Bearer …`) replaced by
-/// `[redacted]`. The only way to build one is [`Redacted::new`], which
-/// redacts, so no error can carry a raw value.
+/// `[redacted]`, then cut to [`MAX_ECHO_CHARS`] characters with
+/// `… (N bytes)` noting the redacted text's full length. The only way to
+/// build one is [`Redacted::new`], so no error can carry a raw value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Redacted(String);
 
 impl Redacted {
-    /// `raw`, redacted.
+    /// `raw`, redacted, then cut.
     pub fn new(raw: &str) -> Redacted {
-        Redacted(redact(raw))
+        // Redact the whole text first: cut first, a credential straddling
+        // the cut (`http://user:secr|et@host`) would lose the `@` that marks
+        // it and be echoed.
+        let text = redact(raw);
+        match text.char_indices().nth(MAX_ECHO_CHARS) {
+            None => Redacted(text),
+            Some((end, _)) => Redacted(format!("{}… ({} bytes)", &text[..end], text.len())),
+        }
     }
 
     /// The redacted text.
@@ -52,13 +72,21 @@ pub enum MetadataError {
         /// What is allowed instead.
         allowed: String,
     },
-    /// A key that is neither KEDA's nor ours.
+    /// A key that is neither KEDA's nor ours (one of the first
+    /// [`MAX_UNKNOWN_LISTED`]).
     #[error("unknown metadata key `{key}`{}", nearest.map(|k| format!(" (did you mean `{k}`?)")).unwrap_or_default())]
     Unknown {
-        /// The key as sent.
-        key: String,
+        /// The key as sent, redacted and cut as a value is (a key is user
+        /// text too: `Bearer …` pasted into the wrong field).
+        key: Redacted,
         /// The closest valid key, when one is close.
         nearest: Option<&'static str>,
+    },
+    /// Unknown keys beyond the first [`MAX_UNKNOWN_LISTED`], counted.
+    #[error("and {count} more unknown metadata keys")]
+    MoreUnknown {
+        /// How many.
+        count: usize,
     },
     /// Keys that do not work together.
     #[error("metadata key `{key}` {problem}")]
@@ -103,5 +131,36 @@ pub fn conflict(key: &'static str, problem: impl Into<String>) -> MetadataError 
     MetadataError::Conflict {
         key,
         problem: problem.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_echo_is_redacted_then_cut_at_a_character_boundary() {
+        let at_limit = "é".repeat(MAX_ECHO_CHARS);
+        let cases: &[(String, String)] = &[
+            ("short".to_owned(), "short".to_owned()),
+            (at_limit.clone(), at_limit.clone()),
+            (
+                format!("{at_limit}é"),
+                format!("{at_limit}… ({} bytes)", 2 * (MAX_ECHO_CHARS + 1)),
+            ),
+            // The credential is gone before the cut, and the length is the
+            // redacted text's.
+            (
+                format!("Bearer s3cret {}", "x".repeat(MAX_ECHO_CHARS)),
+                format!(
+                    "Bearer [redacted] {}… ({} bytes)",
+                    "x".repeat(MAX_ECHO_CHARS - "Bearer [redacted] ".len()),
+                    "Bearer [redacted] ".len() + MAX_ECHO_CHARS
+                ),
+            ),
+        ];
+        for (raw, echoed) in cases {
+            assert_eq!(Redacted::new(raw).as_str(), echoed, "{raw}");
+        }
     }
 }

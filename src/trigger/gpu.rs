@@ -3,6 +3,7 @@
 use reqwest::Url;
 
 use super::defaults::DEFAULT_GPU_BUSY_PERCENT;
+use super::engine::{needs_prometheus, prometheus_declared};
 use super::error::{MetadataError, conflict, invalid};
 use super::keys;
 use super::params::GpuGuard;
@@ -39,7 +40,7 @@ pub fn gpu_input(
                     errors.push(invalid(
                         sent,
                         raw,
-                        format!("a valid regular expression ({e})"),
+                        format!("a valid regular expression ({})", regex_reason(&e)),
                     ));
                     None
                 }
@@ -83,10 +84,13 @@ pub fn gpu_input(
         None => return None,
     };
     let Some(address) = prometheus else {
-        errors.push(conflict(
-            keys::GPU_UTIL_QUERY,
-            "needs `prometheusAddress` (it is a PromQL query)",
-        ));
+        // A present but wrong address has its own error already.
+        if prometheus_declared(md) {
+            return None;
+        }
+        if let Some((sent, raw)) = md.get(keys::GPU_UTIL_QUERY) {
+            errors.push(invalid(sent, raw, needs_prometheus(keys::GPU_UTIL_QUERY)));
+        }
         return None;
     };
     Some(GpuInput::Prometheus(PromQuery {
@@ -94,6 +98,21 @@ pub fn gpu_input(
         query,
         auth_profile: md.text(keys::AUTH_PROFILE).map(str::to_owned),
     }))
+}
+
+/// Why a pattern is not a regular expression, without the pattern: the
+/// regex crate's syntax error quotes it whole, unredacted and uncut, and
+/// the error already echoes the value (redacted, cut).
+fn regex_reason(error: &regex::Error) -> String {
+    match error {
+        regex::Error::Syntax(text) => text
+            .lines()
+            .rev()
+            .find_map(|line| line.strip_prefix("error: "))
+            .unwrap_or("a syntax error")
+            .to_owned(),
+        other => other.to_string(),
+    }
 }
 
 /// The guard's thresholds when a GPU signal is `configured`; without one,

@@ -3,7 +3,7 @@
 //! instead, the number already converted where one can be. (The names that
 //! mean the same are aliases: `keys::KEDA_ALIASES`, folded in `values.rs`.)
 
-use super::error::{MetadataError, invalid};
+use super::error::{MetadataError, Redacted, invalid};
 use super::keys;
 
 /// The refusal of KEDA key `key` (one of [`keys::KEDA_REFUSED`]), sent as
@@ -13,9 +13,11 @@ pub fn refusal(sent_key: &str, key: &str, value: &str, weight: f64) -> MetadataE
     // A number written as KEDA reads it, converted with the weight: the
     // replacement a user can paste.
     let converted = |target: &str| match value.parse::<f64>() {
+        // The number is echoed as a value is (cut): `0.000…1` can be megabytes.
         Ok(v) if v.is_finite() => format!(
-            "write `{target}: \"{}\"` instead ({value} messages × messageWeight {weight})",
-            v * weight
+            "write `{target}: \"{}\"` instead ({} messages × messageWeight {weight})",
+            v * weight,
+            Redacted::new(value)
         ),
         _ => format!("write `{target}` instead (the number × messageWeight)"),
     };

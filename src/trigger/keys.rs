@@ -5,6 +5,12 @@
 //! key the registry does not have). Broker keys keep KEDA's names and defaults
 //! where KEDA's built-in scaler has the concept. A key `xFromEnv` is read as
 //! `x` (KEDA resolves it from the workload's environment).
+//!
+//! A boolean key reads exactly what Go's `strconv.ParseBool` reads, as
+//! KEDA's own scalers do (so a value copied from one means the same): `1`,
+//! `t`, `T`, `TRUE`, `true`, `True` and `0`, `f`, `F`, `FALSE`, `false`,
+//! `False`. An enum-like key (`engine`, `policy`, `mode`, `ipFamily`,
+//! `offsetResetPolicy`, `protocol`) is read in any case.
 
 mod broker;
 mod keda;
@@ -102,7 +108,9 @@ pub const POD_PROMPT_TOKENS_QUERY: &str = "podPromptTokensQuery";
 pub const POD_KV_CACHE_QUERY: &str = "podKvCacheQuery";
 /// Name of a credentials profile in the scaler-side `--config` (bearer
 /// token, basic auth, headers for Prometheus). Credentials never come from
-/// metadata.
+/// metadata. Only the PromQL and broker sources read with a profile: on a
+/// trigger whose only sources are scraped (`vllmTargets`, `dcgmTargets`,
+/// which send no credentials) it is refused.
 ///
 /// With a broker source: name of a credential profile in the scaler's
 /// `--config` (`profiles:`), used for the broker's credentials. The profile
@@ -165,8 +173,8 @@ pub const HEADROOM: &str = "headroom";
 pub const DRAIN_HORIZON_SECONDS: &str = "drainHorizonSeconds";
 /// Learn `μ` online from the pods' counters (Little's law per pod,
 /// extrapolated to a full batch along the fitted latency curve; shown in
-/// `/explain` with its source, error and age). `true` or `false`. Default
-/// true. `false` fixes `μ` at `drainRatePerReplica` (which it then
+/// `/explain` with its source, error and age). A boolean
+/// (`strconv.ParseBool`'s spellings, as KEDA). Default true. `false` fixes `μ` at `drainRatePerReplica` (which it then
 /// requires): no learning, no backlog floor, and a pod without a finished
 /// counter makes the trigger unavailable.
 pub const LEARN_DRAIN_RATE: &str = "learnDrainRate";

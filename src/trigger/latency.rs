@@ -20,7 +20,12 @@ pub struct TtftSettings {
 
 /// The guard, when `ttftSloSeconds` is set; its other keys alone are a conflict.
 pub fn latency_guard(md: &Metadata<'_>, errors: &mut Vec<MetadataError>) -> Option<LatencyGuard> {
-    let slo = optional_positive(md, keys::TTFT_SLO_SECONDS, errors);
+    let slo = optional_positive(
+        md,
+        keys::TTFT_SLO_SECONDS,
+        "a number of seconds greater than 0, e.g. `2`",
+        errors,
+    );
     let tolerance =
         optional_non_negative(md, keys::TTFT_TOLERANCE, errors).unwrap_or(DEFAULT_TTFT_TOLERANCE);
     if slo.is_none() {
@@ -50,7 +55,7 @@ pub fn ttft_settings(md: &Metadata<'_>, errors: &mut Vec<MetadataError>) -> Ttft
             md,
             keys::TTFT_QUANTILE,
             |q| q > 0.0 && q < 1.0,
-            "a number between 0 and 1, e.g. `0.95`",
+            "a number between 0 and 1, both excluded, e.g. `0.95`",
             errors,
         )
         .unwrap_or(DEFAULT_TTFT_QUANTILE),

@@ -55,16 +55,13 @@ pub fn policy(md: &Metadata<'_>, errors: &mut Vec<MetadataError>) -> Policy {
         )
         .unwrap_or(default)
     };
-    let learn = match md.get(keys::LEARN_DRAIN_RATE) {
-        None => true,
-        Some((_, raw)) if raw.eq_ignore_ascii_case("true") => true,
-        Some((_, raw)) if raw.eq_ignore_ascii_case("false") => false,
-        Some((sent, raw)) => {
-            errors.push(invalid(sent, raw, "`true` or `false`"));
-            true
-        }
-    };
-    let drain = optional_positive(md, keys::DRAIN_RATE_PER_REPLICA, errors);
+    let learn = md.bool(keys::LEARN_DRAIN_RATE, true, errors);
+    let drain = optional_positive(
+        md,
+        keys::DRAIN_RATE_PER_REPLICA,
+        "a number of requests per second greater than 0, e.g. `2.5`",
+        errors,
+    );
     if !learn && drain.is_none() && !md.has(keys::DRAIN_RATE_PER_REPLICA) {
         errors.push(conflict(
             keys::LEARN_DRAIN_RATE,

@@ -2,11 +2,13 @@
 
 use std::time::Duration;
 
-use super::broker::{BrokerTrigger, parse_metadata as parse_broker};
+use super::broker::{BrokerTrigger, PROFILE_NAME, parse_metadata as parse_broker};
 use super::defaults::{
     DEFAULT_MAX_SIGNAL_AGE_POLLS, DEFAULT_MIN_REPORTING_FRACTION, DEFAULT_POLL_INTERVAL,
 };
-use super::engine::{EngineInput, Needs, engine_input, prometheus_address};
+use super::engine::{
+    EngineInput, Needs, engine_input, prometheus_address, prometheus_declared, refuse_promql_keys,
+};
 use super::error::{MetadataError, MetadataErrors, conflict, invalid};
 use super::gpu::{GpuInput, gpu_guard, gpu_input};
 use super::keys;
@@ -17,6 +19,7 @@ use super::values::{
     Metadata, ip_family, number, optional_non_negative, optional_positive, required_positive,
     whole_seconds,
 };
+use crate::guard::credentials::valid_profile_name;
 use crate::source::{Engine, SourceSpec};
 
 const MAX_POLL_INTERVAL_SECS: u64 = 300;
@@ -87,7 +90,12 @@ impl TriggerSpec {
         };
 
         let target = required_positive(&md, keys::TARGET_BACKLOG_PER_REPLICA, &mut errors);
-        let running_per_replica = optional_positive(&md, keys::RUNNING_PER_REPLICA, &mut errors);
+        let running_per_replica = optional_positive(
+            &md,
+            keys::RUNNING_PER_REPLICA,
+            "a number greater than 0, e.g. `32`",
+            &mut errors,
+        );
         let activation_backlog =
             optional_non_negative(&md, keys::ACTIVATION_BACKLOG, &mut errors).unwrap_or(0.0);
         let poll_interval = whole_seconds(
@@ -148,7 +156,13 @@ impl TriggerSpec {
 
         let policy = policy(&md, &mut errors);
         let prometheus = prometheus_address(&md, &mut errors);
-        let has_engine = md.has(keys::VLLM_TARGETS) || prometheus.is_some();
+        // Which sources the trigger has is read from the keys present, not
+        // from whether their values parsed: a source with a wrong value
+        // reports its own error and must not also count as missing (a
+        // second error naming a key the user never meant to set).
+        let declared = Declared::of(&md);
+        auth_profile(&md, &declared, &mut errors);
+        let has_engine = declared.scrape || declared.prometheus;
         // `capacity` reads per-pod counters: scraped, or on the PromQL path
         // per-pod queries (docs/decisions/0024). A broker-only trigger has
         // no pods to learn from.
@@ -165,7 +179,8 @@ impl TriggerSpec {
                 "counts the pods read per pod (`vllmTargets`, or `prometheusAddress` with `policy: capacity`); the summed PromQL path and brokers have no per-pod answers",
             ));
         }
-        let engine_input = if has_engine || broker.is_none() {
+        let engine_input = if declared.scrape || prometheus.is_some() || !declared.any() {
+            // Also with no source key at all: it reports the one missing.
             engine_input(
                 &md,
                 engine,
@@ -176,9 +191,14 @@ impl TriggerSpec {
                 per_pod,
                 &mut errors,
             )
+        } else if declared.prometheus {
+            // `prometheusAddress` (or its alias) is present but wrong, and
+            // said so: the signals it would read have no address to check.
+            None
         } else {
             // A broker-only trigger (an async worker fed by a queue):
             // engine-signal keys have nothing to read.
+            refuse_promql_keys(&md, &mut errors);
             for key in [
                 keys::RUNNING_PER_REPLICA,
                 keys::TTFT_SLO_SECONDS,
@@ -268,13 +288,77 @@ impl TriggerSpec {
     }
 }
 
+/// The sources a trigger's keys ask for, whether or not their values are valid.
+struct Declared {
+    /// `vllmTargets` is present.
+    scrape: bool,
+    /// `prometheusAddress` or its alias `serverAddress` is present.
+    prometheus: bool,
+    /// A broker's selecting key (`queueURL`, `bootstrapServers`, `rabbitmqHost`) is present.
+    broker: bool,
+}
+
+impl Declared {
+    fn of(md: &Metadata<'_>) -> Declared {
+        Declared {
+            scrape: md.has(keys::VLLM_TARGETS),
+            prometheus: prometheus_declared(md),
+            broker: [
+                keys::QUEUE_URL,
+                keys::BOOTSTRAP_SERVERS,
+                keys::RABBITMQ_HOST,
+            ]
+            .iter()
+            .any(|k| md.has(k)),
+        }
+    }
+
+    fn any(&self) -> bool {
+        self.scrape || self.prometheus || self.broker
+    }
+}
+
+/// `authProfile`, where no broker parses it: refused on a trigger whose
+/// sources send no credentials (the scrape path: `vllmTargets`,
+/// `dcgmTargets`), where it would silently do nothing, and on the PromQL
+/// path held to the name rules the broker path checks. With a broker the
+/// broker parser checks it; with no source key at all the missing source is
+/// the error.
+fn auth_profile(md: &Metadata<'_>, declared: &Declared, errors: &mut Vec<MetadataError>) {
+    let Some((sent, value)) = md.get(keys::AUTH_PROFILE) else {
+        return;
+    };
+    if declared.broker || !declared.any() {
+        return;
+    }
+    if !declared.prometheus {
+        errors.push(invalid(
+            sent,
+            value,
+            "names the credentials of a source that reads with a profile, `prometheusAddress` (or `serverAddress`) or a broker (`queueURL`, `bootstrapServers`, `rabbitmqHost`), and this trigger has none: the scrape path (`vllmTargets`, `dcgmTargets`) sends no credentials",
+        ));
+    } else if !valid_profile_name(value) {
+        errors.push(invalid(sent, value, PROFILE_NAME));
+    }
+}
+
 fn mode(md: &Metadata<'_>, errors: &mut Vec<MetadataError>) -> Mode {
     match md.get(keys::MODE) {
         None => Mode::Active,
         Some((_, raw)) if raw.eq_ignore_ascii_case("active") => Mode::Active,
         Some((_, raw)) if raw.eq_ignore_ascii_case("shadow") => Mode::Shadow,
         Some((sent, raw)) => {
-            errors.push(invalid(sent, raw, "`active` or `shadow`"));
+            // A trigger copied from KEDA's rabbitmq scaler brings its `mode`,
+            // which means what `value` counts there; say so instead of only
+            // listing ours.
+            let allowed = if raw.eq_ignore_ascii_case("QueueLength") {
+                "`active` or `shadow` (whether the answers reach KEDA); KEDA's rabbitmq `mode` has no key here: the RabbitMQ source counts the queue's messages, so drop `mode` and write `targetBacklogPerReplica` = `value` × `messageWeight`"
+            } else if raw.eq_ignore_ascii_case("MessageRate") {
+                "`active` or `shadow` (whether the answers reach KEDA); KEDA's rabbitmq `mode: MessageRate` has no equivalent here: the RabbitMQ source counts the queue's messages, not a rate"
+            } else {
+                "`active` or `shadow`"
+            };
+            errors.push(invalid(sent, raw, allowed));
             Mode::Active
         }
     }
@@ -324,10 +408,16 @@ fn metric_name(
 }
 
 #[cfg(test)]
+mod echo_tests;
+#[cfg(test)]
 mod fuzz_tests;
 #[cfg(test)]
 mod promql_tests;
 #[cfg(test)]
 mod redaction_tests;
 #[cfg(test)]
+mod source_tests;
+#[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod value_tests;

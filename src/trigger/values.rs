@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::error::{MetadataError, conflict, invalid};
+use super::error::{MAX_UNKNOWN_LISTED, MetadataError, Redacted, conflict, invalid};
 use super::keda_names::refusal;
 use super::keys;
 use crate::source::ScrapeTarget;
@@ -32,6 +32,7 @@ impl<'a> Metadata<'a> {
         let mut aliased = Vec::new();
         let mut refused = Vec::new();
         let mut suggested = 0;
+        let mut unknown = 0;
         for (sent_key, value) in metadata {
             // KEDA resolves `xFromEnv` from the workload's env and keeps the key name.
             let key = sent_key.strip_suffix("FromEnv").unwrap_or(sent_key);
@@ -50,22 +51,35 @@ impl<'a> Metadata<'a> {
                 Some(known) => {
                     folded.values.insert(known, (sent_key, value.trim()));
                 }
+                None if unknown >= MAX_UNKNOWN_LISTED => unknown += 1,
                 None => {
+                    unknown += 1;
                     // A suggestion compares the key with every valid one: bounded,
                     // so a map of thousands of junk keys costs no seconds of CPU
                     // per GetMetricSpec (found by fuzzing, decision 0017).
-                    let nearest = if suggested < MAX_SUGGESTIONS {
+                    let renamed = keys::KEDA_RENAMED
+                        .iter()
+                        .find(|(keda, _)| *keda == key)
+                        .map(|(_, ours)| *ours);
+                    let nearest = if renamed.is_some() {
+                        renamed
+                    } else if suggested < MAX_SUGGESTIONS {
                         suggested += 1;
                         nearest_key(key)
                     } else {
                         None
                     };
                     errors.push(MetadataError::Unknown {
-                        key: sent_key.to_owned(),
+                        key: Redacted::new(sent_key),
                         nearest,
                     });
                 }
             }
+        }
+        if unknown > MAX_UNKNOWN_LISTED {
+            errors.push(MetadataError::MoreUnknown {
+                count: unknown - MAX_UNKNOWN_LISTED,
+            });
         }
         // After the loop: metadata arrives as a map, in no order.
         for (alias, known, sent_key, value) in aliased {
@@ -135,8 +149,9 @@ impl<'a> Metadata<'a> {
     }
 
     /// A boolean as KEDA reads its own (Go's `strconv.ParseBool`: `true`,
-    /// `True`, `TRUE`, `t`, `T`, `1` and the same for false); `default`
-    /// when absent or invalid.
+    /// `True`, `TRUE`, `t`, `T`, `1` and the same for false, nothing else,
+    /// so a value copied from a KEDA scaler means the same here); `default`
+    /// when absent or invalid. Every boolean key is read with this.
     pub fn bool(&self, key: &'static str, default: bool, errors: &mut Vec<MetadataError>) -> bool {
         let Some((sent, value)) = self.get(key) else {
             return default;
@@ -145,11 +160,20 @@ impl<'a> Metadata<'a> {
             "true" | "True" | "TRUE" | "t" | "T" | "1" => true,
             "false" | "False" | "FALSE" | "f" | "F" | "0" => false,
             _ => {
-                errors.push(invalid(sent, value, "`true` or `false`"));
+                errors.push(invalid(sent, value, BOOLEANS));
                 default
             }
         }
     }
+}
+
+/// What a boolean key allows ([`Metadata::bool`]).
+const BOOLEANS: &str = "`true` or `false` (as Go's strconv.ParseBool reads them, like KEDA: also `1`, `t`, `T`, `TRUE`, `True`, `0`, `f`, `F`, `FALSE`, `False`)";
+
+/// `ipFamily`'s value in any case, as the other enum-like keys (`engine`,
+/// `policy`, `mode`) are read.
+fn family(raw: &str) -> Option<IpFamily> {
+    IpFamily::parse(&raw.to_ascii_lowercase())
 }
 
 /// Unknown keys that get a "did you mean" (a person fixes a few typos at a
@@ -227,19 +251,15 @@ pub fn required_positive(
     number(md, key, |v| v > 0.0, ALLOWED, errors)
 }
 
-/// An optional number > 0.
+/// An optional number > 0; `allowed` says so in the key's own unit, with
+/// an example that fits the key.
 pub fn optional_positive(
     md: &Metadata<'_>,
     key: &'static str,
+    allowed: &str,
     errors: &mut Vec<MetadataError>,
 ) -> Option<f64> {
-    number(
-        md,
-        key,
-        |v| v > 0.0,
-        "a number greater than 0, e.g. `32`",
-        errors,
-    )
+    number(md, key, |v| v > 0.0, allowed, errors)
 }
 
 /// An optional number ≥ 0.
@@ -290,7 +310,7 @@ pub fn targets(
     // `ipFamily` itself is checked once, in `ip_family`.
     let family = md
         .text(keys::IP_FAMILY)
-        .and_then(IpFamily::parse)
+        .and_then(family)
         .unwrap_or_default();
     let mut targets = Vec::new();
     for entry in raw.split(',').map(str::trim).filter(|e| !e.is_empty()) {
@@ -324,7 +344,7 @@ pub fn ip_family(md: &Metadata<'_>, errors: &mut Vec<MetadataError>) {
     let Some((sent_key, raw)) = md.get(keys::IP_FAMILY) else {
         return;
     };
-    if IpFamily::parse(raw).is_none() {
+    if family(raw).is_none() {
         errors.push(invalid(sent_key, raw, "`auto`, `ipv4` or `ipv6`"));
         return;
     }

@@ -49,10 +49,12 @@ pub fn parse(
             }
         }
     };
+    // Any case, as every enum-like key (KEDA itself wants lower case; a
+    // capitalised value has only one meaning here).
     let offset_reset_policy = match md.get(keys::OFFSET_RESET_POLICY) {
         None => OffsetResetPolicy::Latest,
-        Some((_, "latest")) => OffsetResetPolicy::Latest,
-        Some((_, "earliest")) => OffsetResetPolicy::Earliest,
+        Some((_, value)) if value.eq_ignore_ascii_case("latest") => OffsetResetPolicy::Latest,
+        Some((_, value)) if value.eq_ignore_ascii_case("earliest") => OffsetResetPolicy::Earliest,
         Some((sent, value)) => {
             errors.push(invalid(sent, value, "`latest` or `earliest`"));
             OffsetResetPolicy::Latest

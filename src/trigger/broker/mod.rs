@@ -27,6 +27,10 @@ pub struct BrokerTrigger {
     pub message_weight: f64,
 }
 
+/// What `authProfile` allows (the PromQL path checks it with the same words).
+pub(crate) const PROFILE_NAME: &str =
+    "the name of a profile in the scaler config: 1 to 63 letters, digits, `.`, `_` or `-`";
+
 /// Which broker a key belongs to.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -90,15 +94,15 @@ pub fn parse_metadata(md: &Metadata<'_>) -> Result<Option<BrokerTrigger>, Vec<Me
             }
         }
         // `authProfile` also serves the Prometheus path; only the weight
-        // is meaningless without a broker.
-        for key in [keys::MESSAGE_WEIGHT] {
-            if let Some((sent, value)) = md.get(key) {
-                errors.push(invalid(
-                    sent,
-                    value,
-                    "applies to a broker source: set `queueURL`, `bootstrapServers` or `rabbitmqHost`",
-                ));
-            }
+        // is meaningless without a broker. A wrong weight is said to be
+        // wrong too, or fixing the broker would only reveal it next.
+        if let Some((sent, value)) = md.get(keys::MESSAGE_WEIGHT) {
+            message_weight(md, &mut errors);
+            errors.push(invalid(
+                sent,
+                value,
+                "applies to a broker source: set `queueURL`, `bootstrapServers` or `rabbitmqHost`",
+            ));
         }
         return if errors.is_empty() {
             Ok(None)
@@ -139,29 +143,12 @@ pub fn parse_metadata(md: &Metadata<'_>) -> Result<Option<BrokerTrigger>, Vec<Me
         }
     }
 
-    let message_weight = match md.get(keys::MESSAGE_WEIGHT) {
-        None => 1.0,
-        Some((sent, value)) => match value.parse::<f64>() {
-            Ok(w) if w.is_finite() && w > 0.0 => w,
-            _ => {
-                errors.push(invalid(
-                    sent,
-                    value,
-                    "a number greater than 0, e.g. `1` or `2.5`",
-                ));
-                1.0
-            }
-        },
-    };
+    let message_weight = message_weight(md, &mut errors);
     let auth_profile = match md.get(keys::AUTH_PROFILE) {
         None => None,
         Some((_, value)) if valid_profile_name(value) => Some(value.to_owned()),
         Some((sent, value)) => {
-            errors.push(invalid(
-                sent,
-                value,
-                "the name of a profile in the scaler config: 1 to 63 letters, digits, `.`, `_` or `-`",
-            ));
+            errors.push(invalid(sent, value, PROFILE_NAME));
             None
         }
     };
@@ -179,6 +166,24 @@ pub fn parse_metadata(md: &Metadata<'_>) -> Result<Option<BrokerTrigger>, Vec<Me
             message_weight,
         })),
         _ => Err(errors),
+    }
+}
+
+/// `messageWeight`, 1 when absent or wrong (the error is pushed).
+fn message_weight(md: &Metadata<'_>, errors: &mut Vec<MetadataError>) -> f64 {
+    match md.get(keys::MESSAGE_WEIGHT) {
+        None => 1.0,
+        Some((sent, value)) => match value.parse::<f64>() {
+            Ok(w) if w.is_finite() && w > 0.0 => w,
+            _ => {
+                errors.push(invalid(
+                    sent,
+                    value,
+                    "a number greater than 0, e.g. `1` or `2.5`",
+                ));
+                1.0
+            }
+        },
     }
 }
 

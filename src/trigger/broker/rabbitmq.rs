@@ -25,31 +25,38 @@ pub fn parse(
                     None
                 }
             });
-    let protocol = match (md.get(keys::PROTOCOL), &host) {
-        (None | Some((_, "auto")), Some((_, scheme_protocol, _))) => Some(*scheme_protocol),
-        (None | Some((_, "auto")), None) => None,
-        (Some((sent, value @ ("amqp" | "http"))), host) => {
-            let wanted = if value == "amqp" {
-                Protocol::Amqp
-            } else {
-                Protocol::Http
-            };
-            match host {
-                Some((_, scheme_protocol, _)) if *scheme_protocol != wanted => {
-                    errors.push(invalid(
-                        sent,
-                        value,
-                        "must match the scheme of `rabbitmqHost` (amqp/amqps → `amqp`, http/https → `http`), or `auto`",
-                    ));
-                    None
+    let from_scheme = host
+        .as_ref()
+        .map(|(_, scheme_protocol, _)| *scheme_protocol);
+    let protocol = match md.get(keys::PROTOCOL) {
+        None => from_scheme,
+        // Any case, as every enum-like key (KEDA itself wants lower case; a
+        // capitalised value has only one meaning here).
+        Some((sent, value)) => match value.to_ascii_lowercase().as_str() {
+            "auto" => from_scheme,
+            lower @ ("amqp" | "http") => {
+                let wanted = if lower == "amqp" {
+                    Protocol::Amqp
+                } else {
+                    Protocol::Http
+                };
+                match from_scheme {
+                    Some(scheme_protocol) if scheme_protocol != wanted => {
+                        errors.push(invalid(
+                            sent,
+                            value,
+                            "must match the scheme of `rabbitmqHost` (amqp/amqps → `amqp`, http/https → `http`), or `auto`",
+                        ));
+                        None
+                    }
+                    _ => Some(wanted),
                 }
-                _ => Some(wanted),
             }
-        }
-        (Some((sent, value)), _) => {
-            errors.push(invalid(sent, value, "`auto`, `amqp` or `http`"));
-            None
-        }
+            _ => {
+                errors.push(invalid(sent, value, "`auto`, `amqp` or `http`"));
+                None
+            }
+        },
     };
     let vhost = match md.non_empty(keys::VHOST_NAME, errors) {
         Some((sent, value)) if value.len() > MAX_NAME_LEN => {

@@ -19,11 +19,12 @@ pub const AWS_REGION: &str = "awsRegion";
 /// Default: AWS's endpoint for `awsRegion`.
 pub const AWS_ENDPOINT: &str = "awsEndpoint";
 /// SQS: count in-flight messages (received, not yet deleted:
-/// `ApproximateNumberOfMessagesNotVisible`). `true` or `false`, default
-/// `true` (KEDA's default).
+/// `ApproximateNumberOfMessagesNotVisible`). A boolean
+/// (`strconv.ParseBool`'s spellings, as KEDA), default `true` (KEDA's
+/// default).
 pub const SCALE_ON_IN_FLIGHT: &str = "scaleOnInFlight";
 /// SQS: count delayed messages (`ApproximateNumberOfMessagesDelayed`).
-/// `true` or `false`, default `false`.
+/// A boolean (`strconv.ParseBool`'s spellings, as KEDA), default `false`.
 pub const SCALE_ON_DELAYED: &str = "scaleOnDelayed";
 
 // --- Brokers: Kafka ----------------------------------------------------------
@@ -45,20 +46,24 @@ pub const TOPIC: &str = "topic";
 /// message would be read), as the consumer's `auto.offset.reset`.
 pub const OFFSET_RESET_POLICY: &str = "offsetResetPolicy";
 /// Kafka: `true` counts 0 for a partition without a committed offset,
-/// whatever `offsetResetPolicy` says. Default `false`.
+/// whatever `offsetResetPolicy` says. A boolean (`strconv.ParseBool`'s
+/// spellings, as KEDA). Default `false`.
 pub const SCALE_TO_ZERO_ON_INVALID_OFFSET: &str = "scaleToZeroOnInvalidOffset";
 /// Kafka: `true` lets replicas exceed the partition count (idle
-/// consumers). Default `false`: the broker term is capped at
+/// consumers). A boolean (`strconv.ParseBool`'s spellings, as KEDA).
+/// Default `false`: the broker term is capped at
 /// `targetBacklogPerReplica × partitions`, as KEDA caps replicas.
 pub const ALLOW_IDLE_CONSUMERS: &str = "allowIdleConsumers";
 /// Kafka: `true` counts 0 (for scaling) on a partition whose committed
 /// offset has not moved since the previous reading, e.g. a poison
 /// message; such lag still counts for activation (`activationBacklog`), as
-/// KEDA's IsActive counts `lagWithPersistent`. Default `false`.
+/// KEDA's IsActive counts `lagWithPersistent`. A boolean
+/// (`strconv.ParseBool`'s spellings, as KEDA). Default `false`.
 pub const EXCLUDE_PERSISTENT_LAG: &str = "excludePersistentLag";
 /// Kafka: `true` caps replicas at the number of partitions that have
 /// lag, instead of all partitions. Needs `topic`; not with
-/// `allowIdleConsumers: true`. Default `false`.
+/// `allowIdleConsumers: true`. A boolean (`strconv.ParseBool`'s
+/// spellings, as KEDA). Default `false`.
 pub const LIMIT_TO_PARTITIONS_WITH_LAG: &str = "limitToPartitionsWithLag";
 
 // --- Brokers: RabbitMQ -------------------------------------------------------
@@ -79,7 +84,8 @@ pub const VHOST_NAME: &str = "vhostName";
 /// RabbitMQ: the queue. Required with `rabbitmqHost`.
 pub const QUEUE_NAME: &str = "queueName";
 /// RabbitMQ (HTTP only): `true` counts ready messages only
-/// (`messages_ready`), not those delivered and unacknowledged. Default `false`.
+/// (`messages_ready`), not those delivered and unacknowledged. A boolean
+/// (`strconv.ParseBool`'s spellings, as KEDA). Default `false`.
 pub const EXCLUDE_UNACKNOWLEDGED: &str = "excludeUnacknowledged";
 
 // --- Brokers: any ------------------------------------------------------------

@@ -1,8 +1,9 @@
 //! Keys that are KEDA's: its own (`scalerAddress`, …), accepted and ignored, and the names
-//! of KEDA's built-in scalers, read as aliases or refused with what to write instead. Part
-//! of the registry in `keys.rs` (re-exported there).
+//! of KEDA's built-in scalers, read as aliases, refused with what to write instead, or
+//! (spelled differently here) unknown with ours suggested. Part of the registry in
+//! `keys.rs` (re-exported there).
 
-use super::{ACTIVATION_BACKLOG, TARGET_BACKLOG_PER_REPLICA};
+use super::{ACTIVATION_BACKLOG, RABBITMQ_HOST, TARGET_BACKLOG_PER_REPLICA};
 
 // --- KEDA's own ----------------------------------------------------------------
 
@@ -59,6 +60,11 @@ pub const ACTIVATION_VALUE: &str = "activationValue";
 /// lost signal unless `replicasQuery` answers 0: write `waitingQuery`.
 pub const QUERY: &str = "query";
 
+/// Unknown here: KEDA's rabbitmq `host` is `rabbitmqHost` (too generic a
+/// name beside the engine keys). Refused as unknown, with `rabbitmqHost`
+/// suggested however far the spelling is.
+pub const HOST: &str = "host";
+
 // --- Groups ------------------------------------------------------------------
 
 /// Keys KEDA itself reads and forwards with the rest.
@@ -68,6 +74,9 @@ pub const KEDA_ALIASES: &[(&str, &str)] = &[
     (THRESHOLD, TARGET_BACKLOG_PER_REPLICA),
     (ACTIVATION_THRESHOLD, ACTIVATION_BACKLOG),
 ];
+/// KEDA built-in scalers' names spelled differently here: `(KEDA's, ours)`.
+/// Still unknown keys (the value is not read), but the suggestion is ours.
+pub const KEDA_RENAMED: &[(&str, &str)] = &[(HOST, RABBITMQ_HOST)];
 /// KEDA built-in scalers' names refused with what to write instead.
 pub const KEDA_REFUSED: &[&str] = &[
     LAG_THRESHOLD,

@@ -21,6 +21,16 @@ fn every_key_is_listed_once_and_has_a_group() {
         assert!(ALL.contains(key), "{alias} → {key}, not a key");
         assert!(!KEDA_REFUSED.contains(alias) && !KEDAS.contains(alias));
     }
+    for (keda, ours) in KEDA_RENAMED {
+        assert!(ALL.contains(ours), "{keda} → {ours}, not a key");
+        assert!(
+            !ALL.contains(keda)
+                && !KEDAS.contains(keda)
+                && !KEDA_REFUSED.contains(keda)
+                && !KEDA_ALIASES.iter().any(|(alias, _)| alias == keda),
+            "{keda} is read, so it cannot be renamed"
+        );
+    }
     for group in GROUPS {
         assert!(group.iter().all(|k| ALL.contains(k)), "{group:?}");
     }

@@ -112,3 +112,24 @@ fn the_broker_format_is_kept() {
     ]);
     assert!(text.contains("`amqp://[redacted]@h:5672`"), "{text}");
 }
+
+#[test]
+fn unknown_keys_are_redacted_as_values_are() {
+    for key in [
+        "Bearer KEYSECRET1",
+        "http://u:KEYSECRET2@h/",
+        "token=KEYSECRET3",
+        "vllmTargets?token=KEYSECRET4",
+    ] {
+        let (text, debug) = refused(&[
+            ("vllmTargets", "http://a:1/metrics"),
+            ("targetBacklogPerReplica", "10"),
+            (key, "1"),
+        ]);
+        for shown in [&text, &debug] {
+            assert!(!shown.contains("KEYSECRET"), "{key}: {shown}");
+        }
+        assert!(text.starts_with("unknown metadata key `"), "{key}: {text}");
+        assert!(text.contains("[redacted]"), "{key}: {text}");
+    }
+}
