@@ -174,6 +174,33 @@ async fn bad_metadata_is_invalid_argument_naming_the_key() {
     server.shutdown().await;
 }
 
+/// An empty name or namespace is a hand-written probe (KEDA always sends
+/// both): refused, never registered as a trigger named `/`.
+#[tokio::test]
+async fn an_empty_name_or_namespace_is_invalid_argument() {
+    let server = start_server(ScalerConfig::default()).await;
+    let mut client = client(&server).await;
+    let metadata = [
+        ("vllmTargets", "http://127.0.0.1:1/metrics"),
+        ("targetBacklogPerReplica", "10"),
+    ];
+    for (name, namespace, field) in [("", "default", "name"), ("x", "", "namespace")] {
+        let mut object = object(name, &metadata);
+        object.namespace = namespace.to_owned();
+        let status = client.get_metric_spec(object).await.expect_err("refused");
+        assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+        assert!(
+            status
+                .message()
+                .contains(&format!("scaledObjectRef.{field} is empty")),
+            "{}",
+            status.message()
+        );
+    }
+    assert!(server.cache.entries().is_empty(), "nothing registered");
+    server.shutdown().await;
+}
+
 #[tokio::test]
 async fn lost_signal_holds_then_answers_unavailable_never_zero_and_recovers() {
     let mut pods = pods(&[(12.0, 0.0)]).await;

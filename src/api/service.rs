@@ -60,6 +60,12 @@ impl ScalerService {
             namespace,
             scaler_metadata,
         } = object;
+        if name.is_empty() {
+            return Err(ScalerError::EmptyRef { field: "name" });
+        }
+        if namespace.is_empty() {
+            return Err(ScalerError::EmptyRef { field: "namespace" });
+        }
         self.cache
             .get_or_register(namespace.clone(), name.clone(), scaler_metadata)
             .map_err(|error| ScalerError::NotRegistered {

@@ -11,6 +11,16 @@ pub enum ScalerError {
     /// The request carries no `scaledObjectRef`.
     #[error("the request has no scaledObjectRef")]
     MissingRef,
+    /// The `scaledObjectRef` has an empty `name` or `namespace`: KEDA always
+    /// sends both, so this is a hand-written probe; refusing it keeps such a
+    /// probe from registering a trigger named `/`.
+    #[error(
+        "scaledObjectRef.{field} is empty: KEDA sends the ScaledObject's name and namespace, and a probe must too"
+    )]
+    EmptyRef {
+        /// `name` or `namespace`.
+        field: &'static str,
+    },
     /// The trigger was not registered: invalid metadata, a target the
     /// outbound allowlist refuses, a credential profile it may not use, the
     /// scaler already holds `maxTriggers` triggers, or it is shutting down.
@@ -50,7 +60,7 @@ pub enum ScalerError {
 impl From<ScalerError> for Status {
     fn from(error: ScalerError) -> Status {
         let code = match &error {
-            ScalerError::MissingRef => Code::InvalidArgument,
+            ScalerError::MissingRef | ScalerError::EmptyRef { .. } => Code::InvalidArgument,
             ScalerError::NotRegistered { error, .. } => match error.as_ref() {
                 RegisterError::Metadata(_) | RegisterError::Profile(_) => Code::InvalidArgument,
                 RegisterError::Denied(_) | RegisterError::ProfileDenied(_) => {
