@@ -79,9 +79,11 @@ pub struct PolicySettings {
     /// `targetBacklogPerReplica` of this scaler's triggers, and the seed's
     /// waiting-per-replica target.
     pub target_backlog_per_replica: f64,
-    /// `runningPerReplica` (vLLM `--max-num-seqs`), and the seed's
-    /// running-per-replica target.
+    /// `runningPerReplica` (vLLM `--max-num-seqs`) of this scaler's triggers.
     pub running_per_replica: f64,
+    /// The seed article's running-per-replica target: its literal 32, not the
+    /// engine's batch limit (decision 0018).
+    pub seed_running_per_replica: f64,
     /// The TTFT SLO, seconds: `ttftSloSeconds` and the seed's `Value` target.
     pub ttft_slo_seconds: f64,
     /// `drainRatePerReplica` (`μ`) for `capacity`, requests/s.
@@ -319,7 +321,7 @@ impl Controller {
                 },
                 PromTrigger {
                     query: PromQuery::Running,
-                    target: Target::AverageValue(settings.running_per_replica),
+                    target: Target::AverageValue(settings.seed_running_per_replica),
                 },
                 PromTrigger {
                     query: PromQuery::TtftQuantile {

@@ -59,6 +59,7 @@ impl Default for SimConfig {
             policy: PolicySettings {
                 target_backlog_per_replica: 10.0,
                 running_per_replica: pod.max_num_seqs as f64,
+                seed_running_per_replica: 32.0,
                 ttft_slo_seconds: 2.0,
                 // Set per scenario to the pod model's μ for its mix (see `run_one`).
                 drain_rate_per_replica: 0.0,
