@@ -64,7 +64,7 @@ for s in raw_strings(ROOT / "src" / "source" / "prom_text.rs"):
         write("prom_text", s)
 
 # --- PromQL JSON: the bodies the unit and integration tests use -------------
-for path in [ROOT / "src/source/prometheus.rs", ROOT / "tests/signals.rs"]:
+for path in [*sorted((ROOT / "src/source/prometheus").rglob("*.rs")), ROOT / "tests/signals.rs"]:
     for s in raw_strings(path):
         if '"status"' in s or s.startswith("<"):
             write("promql_json", s)
