@@ -88,13 +88,14 @@ const AUTH_SCHEMES: &[&str] = &["bearer", "basic"];
 /// - the value of every query or `name=value` parameter whose name looks
 ///   like a credential (`token=[redacted]`; a quoted value keeps its
 ///   quotes, as in a PromQL matcher: `token="[redacted]"`);
-/// - the parameter of `Bearer …` and `Basic …` (`Bearer [redacted]`);
+/// - the parameter of `Bearer …` and `Basic …` (`Bearer [redacted]`), also
+///   percent- or form-encoded inside a URL (`%20Bearer%20[redacted]`);
 /// - the value of a header-like `Name: value` whose name looks like a
 ///   credential (`X-Api-Key: [redacted]`).
 pub fn redact(raw: &str) -> String {
     // One round's rules can make a shape another rule reads differently
-    // (hiding a header's value can leave the word before an `@` looking
-    // like an opened userinfo): rounds run until one changes
+    // (hiding an encoded `Bearer` parameter can leave the word before an
+    // `@` looking like an opened userinfo): rounds run until one changes
     // nothing, so that redacting twice changes nothing. Every change puts
     // a marker where text was; the bound only stops odd text that keeps
     // reshaping from looping, and more rounds only hide more.
@@ -113,11 +114,13 @@ pub fn redact(raw: &str) -> String {
 /// second only confirms it); the odd shapes the tests found need one more.
 const MAX_ROUNDS: usize = 8;
 
-/// Each rule once, in order: userinfo, open ports, parameters, words.
+/// Each rule once, in order: userinfo, open ports, parameters, encoded
+/// authorization schemes, words.
 fn redact_round(raw: &str) -> String {
     let text = userinfo::redact_anywhere(raw);
     let text = userinfo::redact_open_ports(&text);
     let text = redact_parameters(&text);
+    let text = redact_encoded_schemes(&text);
     redact_words(&text)
 }
 
@@ -213,6 +216,71 @@ fn parameter_value(tail: &str) -> (usize, usize) {
         .find(|c: char| matches!(c, '&' | ';' | '#' | '"' | '`') || c.is_whitespace())
         .unwrap_or(tail.len());
     (skip, len)
+}
+
+/// Encoded whitespace around an authentication scheme inside a URL (a
+/// header pasted into a target, percent- or form-encoded on its way into
+/// the URL), compared lowercase.
+const ENCODED_SPACES: &[&str] = &["%20", "%09", "%0a", "%0d", "+"];
+
+/// `…%20Bearer%20abc…` → `…%20Bearer%20[redacted]…` (also `Basic`, `%09`,
+/// `+`…, any case): [`redact_words`] splits at literal whitespace only, and
+/// a URL shows a space as `%20`. The scheme must start the text or follow a
+/// byte that is not a letter or digit, or an encoded space; the credential
+/// runs to the next encoded or literal whitespace, `&`, `;`, `#`, `,` or
+/// quote.
+fn redact_encoded_schemes(value: &str) -> String {
+    // ASCII lowercasing keeps every byte where it was.
+    let lower = value.to_ascii_lowercase();
+    let bytes = lower.as_bytes();
+    let space_at = |i: usize| {
+        ENCODED_SPACES
+            .iter()
+            .find(|s| bytes[i..].starts_with(s.as_bytes()))
+            .map(|s| s.len())
+    };
+    let mut out = String::with_capacity(value.len());
+    let (mut copied, mut i) = (0, 0);
+    while i < bytes.len() {
+        let Some(scheme) = AUTH_SCHEMES
+            .iter()
+            .find(|s| bytes[i..].starts_with(s.as_bytes()))
+        else {
+            i += 1;
+            continue;
+        };
+        let boundary = i == 0
+            || !bytes[i - 1].is_ascii_alphanumeric()
+            || ENCODED_SPACES
+                .iter()
+                .any(|s| bytes[..i].ends_with(s.as_bytes()));
+        let mut start = i + scheme.len();
+        while let Some(len) = space_at(start) {
+            start += len;
+        }
+        if !boundary || start == i + scheme.len() {
+            i += 1;
+            continue;
+        }
+        // `+` ends no credential (base64 holds it); `%20` and the like do.
+        let mut end = start;
+        while end < bytes.len()
+            && !matches!(bytes[end], b'&' | b';' | b'#' | b',' | b'"' | b'\'' | b'`')
+            && !bytes[end].is_ascii_whitespace()
+            && space_at(end).is_none_or(|_| bytes[end] == b'+')
+        {
+            end += 1;
+        }
+        // Every end is an ASCII byte or the text's end: a char boundary.
+        if end > start && &value[start..end] != REDACTED {
+            out.push_str(&value[copied..start]);
+            out.push_str(REDACTED);
+            copied = end;
+        }
+        i = end.max(i + 1);
+    }
+    out.push_str(&value[copied..]);
+    out
 }
 
 /// Word by word: the word after an authentication scheme (`Bearer abc…`,

@@ -389,6 +389,49 @@ fn a_port_that_is_not_a_number_is_hidden() {
     }
 }
 
+/// `Bearer` and `Basic` percent- or form-encoded inside a URL (a header
+/// pasted into a target's path): the credential after them is hidden too.
+#[test]
+fn encoded_authorization_schemes_are_redacted() {
+    for (raw, expected) in [
+        (
+            "http://127.0.0.1:1/metrics%20Bearer%20S3CRET",
+            "http://127.0.0.1:1/metrics%20Bearer%20[redacted]",
+        ),
+        (
+            "http://h/m%20bearer%20%20S3CRET%20x",
+            "http://h/m%20bearer%20%20[redacted]%20x",
+        ),
+        (
+            "http://h/m?h=Basic%20S3CRET&x=1",
+            "http://h/m?h=Basic%20[redacted]&x=1",
+        ),
+        (
+            "http://h/m?h=Bearer+S3CRET+x",
+            "http://h/m?h=Bearer+[redacted]",
+        ),
+        (
+            "http://h/m%0ABearer%09S3CRET",
+            "http://h/m%0ABearer%09[redacted]",
+        ),
+        (
+            "Authorization%3A%20BEARER%20S3CRET",
+            "Authorization%3A%20BEARER%20[redacted]",
+        ),
+    ] {
+        assert_eq!(redact(raw), expected, "{raw:?}");
+        assert_eq!(redact(expected), expected, "{raw:?}");
+    }
+    for raw in [
+        "http://h/basically%20fine",
+        "http://h/Bearers%20of%20news",
+        "http://h/m%20Bearer",
+        "http://h/m%20Bearer%20",
+    ] {
+        assert_eq!(redact(raw), raw, "{raw:?}");
+    }
+}
+
 /// Text before a URL that is not part of it keeps its colons and quotes.
 #[test]
 fn text_before_a_quoted_url_is_kept() {
