@@ -101,6 +101,16 @@ impl IpFamily {
 impl ScrapeTarget {
     /// Parse one list entry. The error says what is allowed.
     pub fn parse(entry: &str) -> Result<ScrapeTarget, String> {
+        // URL parsers percent-encode a space and delete tabs and newlines,
+        // so `http://h/metrics Bearer abc` would be accepted and its tail
+        // scraped and shown as path (`%20Bearer%20abc`). A target is one
+        // URL: whitespace or a control character anywhere is refused.
+        if let Some(found) = entry.chars().find(|c| c.is_whitespace() || c.is_control()) {
+            return Err(format!(
+                "not a URL: {} is not allowed in one (percent-encode it, e.g. a space in a path as `%20`); {EXPECTED}",
+                describe(found)
+            ));
+        }
         let (dns, rest) = match entry.strip_prefix("dns+") {
             Some(rest) => (true, rest),
             None => (false, entry),
@@ -112,11 +122,7 @@ impl ScrapeTarget {
         {
             return Err("the URL has no host".to_owned());
         }
-        let mut url = Url::parse(rest).map_err(|e| {
-            format!(
-                "not a URL ({e}); expected http(s)://HOST:PORT/PATH or dns+http://NAME:PORT/PATH"
-            )
-        })?;
+        let mut url = Url::parse(rest).map_err(|e| format!("not a URL ({e}); {EXPECTED}"))?;
         if !matches!(url.scheme(), "http" | "https") {
             return Err("the scheme must be http or https (or dns+http, dns+https)".to_owned());
         }
@@ -227,6 +233,21 @@ impl ScrapeTarget {
                 Ok(urls)
             }
         }
+    }
+}
+
+/// What a target entry looks like, for the reasons that refuse one.
+const EXPECTED: &str = "expected http(s)://HOST:PORT/PATH or dns+http://NAME:PORT/PATH";
+
+/// A character a target may not hold, named for a message: the invisible
+/// ones by their code point, since the echoed value cannot show them.
+fn describe(c: char) -> String {
+    match c {
+        ' ' => "a space".to_owned(),
+        '\t' => "a tab".to_owned(),
+        '\n' | '\r' => "a line break".to_owned(),
+        c if c.is_whitespace() => format!("whitespace (U+{:04X})", u32::from(c)),
+        c => format!("a control character (U+{:04X})", u32::from(c)),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Why a profile cannot serve a trigger, and the profile-name rule.
 
 use super::secret::{Secret, SecretRef};
+use crate::guard::redact::redact;
 
 /// Longest profile name accepted (as a Kubernetes label value).
 const MAX_PROFILE_NAME_LEN: usize = 63;
@@ -33,14 +34,23 @@ impl Section {
 /// Why a profile cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProfileError {
-    /// No profile has this name.
+    /// No profile has this name. The name is the trigger's `authProfile`,
+    /// so the message reads like a metadata error (key, value, what is
+    /// allowed); the key is spelled out here since `guard/` sits below
+    /// `trigger/`, and a `…FromEnv` spelling is named as `authProfile`.
+    /// Build it with [`ProfileError::unknown`].
     #[error(
-        "no credential profile `{name}` in the scaler config{}",
+        "metadata key `authProfile` has value `{name}`: no credential profile by that name in the scaler config ({}{})",
+        if *well_formed { "" } else { "a profile name is 1 to 63 letters, digits, `.`, `_` or `-`; " },
         known_list(known)
     )]
     Unknown {
-        /// The name asked for.
+        /// The name asked for, redacted: it comes from metadata, where a
+        /// credential may have been pasted, and `Debug` shows it too.
         name: String,
+        /// Whether the name could name a profile at all
+        /// ([`valid_profile_name`]); the message says the rule when not.
+        well_formed: bool,
         /// The names that exist.
         known: Vec<String>,
     },
@@ -71,10 +81,12 @@ pub enum ProfileError {
         /// Why (names the variable or file, never a value).
         reason: String,
     },
-    /// The profile's settings contradict each other.
+    /// The profile's settings contradict each other, or its name breaks
+    /// the rule. Build it with [`ProfileError::invalid`].
     #[error("credential profile `{name}`: {reason}")]
     Invalid {
-        /// The profile.
+        /// The profile, redacted: a name that breaks the rule may be any
+        /// text the config's author wrote.
         name: String,
         /// What is wrong.
         reason: String,
@@ -82,6 +94,24 @@ pub enum ProfileError {
 }
 
 impl ProfileError {
+    /// [`ProfileError::Unknown`] for the name `name` (as the trigger sent
+    /// it), with `known` the configured names.
+    pub fn unknown(name: &str, known: Vec<String>) -> ProfileError {
+        ProfileError::Unknown {
+            name: redact(name),
+            well_formed: valid_profile_name(name),
+            known,
+        }
+    }
+
+    /// [`ProfileError::Invalid`] for the profile `name` of the config.
+    pub fn invalid(name: &str, reason: impl Into<String>) -> ProfileError {
+        ProfileError::Invalid {
+            name: redact(name),
+            reason: reason.into(),
+        }
+    }
+
     /// True for [`ProfileError::NamespaceDenied`], which the gRPC layer maps
     /// to `PERMISSION_DENIED` (everything else is the scaler's or the
     /// trigger's configuration).
@@ -92,9 +122,9 @@ impl ProfileError {
 
 fn known_list(known: &[String]) -> String {
     if known.is_empty() {
-        " (none are configured)".to_owned()
+        "none are configured".to_owned()
     } else {
-        format!(" (configured: {})", known.join(", "))
+        format!("configured: {}", known.join(", "))
     }
 }
 

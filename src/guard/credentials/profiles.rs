@@ -78,20 +78,14 @@ impl Profiles {
     pub fn get(&self, name: &str) -> Result<&Profile, ProfileError> {
         self.profiles
             .get(name)
-            .ok_or_else(|| ProfileError::Unknown {
-                name: name.to_owned(),
-                known: self.profiles.keys().cloned().collect(),
-            })
+            .ok_or_else(|| ProfileError::unknown(name, self.profiles.keys().cloned().collect()))
     }
 
     /// Structural checks, no I/O: names, namespace lists, AWS key pairs,
     /// TLS cert/key pairs. Call when the config is parsed.
     pub fn validate(&self) -> Result<(), ProfileError> {
         for (name, profile) in &self.profiles {
-            let invalid = |reason: &str| ProfileError::Invalid {
-                name: name.clone(),
-                reason: reason.to_owned(),
-            };
+            let invalid = |reason: &str| ProfileError::invalid(name, reason);
             if !valid_profile_name(name) {
                 return Err(invalid(
                     "a profile name is 1 to 63 letters, digits, `.`, `_` or `-`",

@@ -51,6 +51,62 @@ fn parses_resolves_and_checks_namespaces() {
     );
 }
 
+/// The name comes from trigger metadata, so the error reads like the other
+/// metadata errors (key, value, what is allowed) and echoes the value
+/// redacted: someone may paste a credential where the profile name goes.
+#[test]
+fn an_unknown_profile_names_its_key_and_hides_credentials() {
+    const NAMING: &str = "a profile name is 1 to 63 letters, digits, `.`, `_` or `-`";
+    let some = profiles();
+    let none = Profiles::default();
+    for (profiles, name, expected) in [
+        (
+            &some,
+            "nope",
+            "metadata key `authProfile` has value `nope`: no credential profile by that name in the scaler config (configured: open, team-a)".to_owned(),
+        ),
+        (
+            &none,
+            "nope",
+            "metadata key `authProfile` has value `nope`: no credential profile by that name in the scaler config (none are configured)".to_owned(),
+        ),
+        (
+            &some,
+            "Bearer S3CRET",
+            format!("metadata key `authProfile` has value `Bearer [redacted]`: no credential profile by that name in the scaler config ({NAMING}; configured: open, team-a)"),
+        ),
+        (
+            &none,
+            "http://u:S3CRET@h",
+            format!("metadata key `authProfile` has value `http://[redacted]@h`: no credential profile by that name in the scaler config ({NAMING}; none are configured)"),
+        ),
+        (
+            &some,
+            "token=S3CRET",
+            format!("metadata key `authProfile` has value `token=[redacted]`: no credential profile by that name in the scaler config ({NAMING}; configured: open, team-a)"),
+        ),
+    ] {
+        let err = profiles.resolve(name, "ns").expect_err(name);
+        assert_eq!(err.to_string(), expected);
+        assert!(!format!("{err:?}").contains("S3CRET"), "{err:?}");
+        let err = profiles.get(name).expect_err(name);
+        assert_eq!(err.to_string(), expected);
+    }
+}
+
+#[test]
+fn an_invalid_profile_name_in_the_config_is_redacted() {
+    let err = serde_yaml_ng::from_str::<Profiles>("'Bearer S3CRET': { }")
+        .expect("parses")
+        .validate()
+        .expect_err("bad name")
+        .to_string();
+    assert_eq!(
+        err,
+        "credential profile `Bearer [redacted]`: a profile name is 1 to 63 letters, digits, `.`, `_` or `-`"
+    );
+}
+
 #[test]
 fn secrets_never_show_in_debug() {
     let p = profiles();

@@ -23,6 +23,37 @@ fn rejects_what_cannot_be_scraped() {
     }
 }
 
+/// URL parsers percent-encode a space and delete tabs and newlines, so a
+/// header pasted after a target (`… Bearer abc`) would be scraped, and
+/// shown, as part of the path: whitespace and control characters are
+/// refused wherever they stand, and the reason names what was found.
+#[test]
+fn whitespace_and_control_characters_are_refused() {
+    for (entry, found) in [
+        ("http://127.0.0.1:1/metrics Bearer S3CRET", "a space"),
+        ("http://127.0.0.1:1/met rics", "a space"),
+        ("http://127.0.0.1:1/metrics\tx", "a tab"),
+        ("http://127.0.0.1:1/me\ntrics", "a line break"),
+        ("http://127.0.0.1:1/me\rtrics", "a line break"),
+        ("http://127.0.0.1:1/metrics\u{a0}", "whitespace"),
+        ("http://127.0.0.1:1/metrics\u{7f}", "a control character"),
+        ("http://127.0.0.1:1/metrics\u{0}", "a control character"),
+        (
+            "dns+http://vllm.ns:8000/metrics\u{1b}[31m",
+            "a control character",
+        ),
+        ("http://127.0.0.1:1/metrics\u{2028}", "whitespace"),
+    ] {
+        let err = ScrapeTarget::parse(entry).expect_err(entry);
+        assert!(err.contains(found), "{entry:?}: {err}");
+        assert!(err.contains("%20"), "{entry:?}: {err}");
+        assert!(!err.contains("S3CRET"), "{entry:?}: {err}");
+    }
+    // Percent-encoded, they are ordinary path bytes.
+    let t = ScrapeTarget::parse("http://127.0.0.1:1/a%20b").expect("valid");
+    assert_eq!(t.to_string(), "http://127.0.0.1:1/a%20b");
+}
+
 #[tokio::test]
 async fn dns_targets_resolve_every_address() {
     let t = ScrapeTarget::parse("dns+http://localhost:8000/metrics").expect("valid");

@@ -1,0 +1,306 @@
+//! The userinfo rules of [`super::redact`]: what stands before an `@` that
+//! ends a URL's userinfo or a `user:password@host` entry, however the URL
+//! was spelled, and a URL "port" that is not a number (a password whose
+//! `@…` was cut off, as a list split at a comma inside it leaves it).
+//!
+//! Why so broad: URL parsers accept far more than `scheme://`. WHATWG
+//! parsers (and the `url` crate) read `http:/\u:p@h`, `http:\\u:p@h`,
+//! `http:///u:p@h` and even `http:u:p@h` as userinfo `u:p`, and delete tabs
+//! and newlines wherever they stand; people paste passwords holding `/`,
+//! `:`, `@`, `\`, `?`, `#` or `,` without encoding them. Where the userinfo
+//! ends cannot be told from where a path with an `@` ends (`http://u:p/q@h`
+//! against `http://h:1/a@b`), so everything from the authority's start to
+//! the LAST `@` of the entry is hidden. A URL without `@` is left alone
+//! unless its port is not a number.
+//!
+//! Positions are byte offsets of ASCII bytes, so every slice is on a char
+//! boundary (UTF-8 continuation bytes are never ASCII).
+
+use std::ops::Range;
+
+use super::text::{REDACTED, split_keep};
+
+/// `redact_anywhere`'s words: text between whitespace other than tab, CR
+/// and LF. Parsers delete those three inside a URL (`u:pa<TAB>ss@h` is the
+/// userinfo `u:pass`), so they may stand inside a password.
+fn ends_word(c: char) -> bool {
+    c.is_whitespace() && !matches!(c, '\t' | '\r' | '\n')
+}
+
+/// Every userinfo hidden: in each entry of each word, from the start of its
+/// authority (after `scheme:` and its slashes, after a leading `//`, or the
+/// entry's start) to its last `@` or `%40`. An entry without a scheme is a
+/// userinfo only when that part holds a `:` (`user:password@host`), so an
+/// e-mail address or PromQL's `@` modifier keeps its text. A word that
+/// holds no userinfo on its own but follows one that opened it
+/// (`http://u:pa ss@h`: a space inside the password) is hidden with it.
+pub(super) fn redact_anywhere(text: &str) -> String {
+    let runs = split_keep(text, ends_word);
+    let mut out: Vec<String> = runs.iter().map(|(_, run)| (*run).to_owned()).collect();
+    for (i, word) in runs.iter().step_by(2).map(|(i, word)| (*i, *word)) {
+        let entries = entries(word);
+        let mut shown = String::with_capacity(word.len());
+        let mut copied = 0;
+        for (n, entry) in entries.iter().enumerate() {
+            let Some(at) = last_at(&word[entry.clone()]).map(|at| entry.start + at) else {
+                continue;
+            };
+            let hidden = match userinfo_start(word, entry.start, at) {
+                Some(start) => start..at,
+                // A `[redacted]@` is one this pass made, when it chose
+                // not to join: choosing again would not be idempotent.
+                None if n == 0 && at > 0 && i >= 2 && &word[..at] != REDACTED => {
+                    // `http://u:pa ss@h`: the previous word opened a
+                    // userinfo this one closes; hide both halves. Read the
+                    // previous word as already redacted, since an earlier
+                    // entry of it may have had its own userinfo hidden.
+                    let previous = &out[i - 2];
+                    if let Some(start) = opened_userinfo(previous) {
+                        out[i - 2] = format!("{}{REDACTED}", &previous[..start]);
+                        out[i - 1] = String::new();
+                        copied = at;
+                    }
+                    continue;
+                }
+                None => continue,
+            };
+            if hidden.is_empty() || &word[hidden.clone()] == REDACTED {
+                continue;
+            }
+            shown.push_str(&word[copied..hidden.start]);
+            shown.push_str(REDACTED);
+            copied = hidden.end;
+        }
+        shown.push_str(&word[copied..]);
+        out[i] = shown;
+    }
+    out.concat()
+}
+
+/// `scheme://host:PORT…` whose PORT is not a number: from the port to the
+/// end of the entry becomes `[redacted]` (`http://u:[redacted]`). What
+/// stands there is a password whose `@host` was cut off; the rest of the
+/// entry goes too, since the password may go on past a `/`. The literal
+/// placeholder `PORT` of help texts is kept.
+pub(super) fn redact_open_ports(text: &str) -> String {
+    let runs = split_keep(text, ends_word);
+    let mut out = String::with_capacity(text.len());
+    for (i, word) in runs {
+        if i % 2 == 1 {
+            out.push_str(word);
+            continue;
+        }
+        let mut copied = 0;
+        for entry in entries(word) {
+            if last_at(&word[entry.clone()]).is_some() {
+                continue;
+            }
+            let Some(authority) = scheme_authority(word.as_bytes(), entry.clone()) else {
+                continue;
+            };
+            if let Some(port) = password_as_port(word, authority..entry.end) {
+                out.push_str(&word[copied..port]);
+                out.push_str(REDACTED);
+                copied = entry.end;
+            }
+        }
+        out.push_str(&word[copied..]);
+    }
+    out
+}
+
+/// The entries of a word: split at each `,` that a scheme separator
+/// follows (`http://a:1/m,http://b:1/m`), so that each URL of a list keeps
+/// its host. A `,` followed by anything else may be inside a password.
+fn entries(word: &str) -> Vec<Range<usize>> {
+    let bytes = word.as_bytes();
+    let mut entries = Vec::new();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        if b == b',' && scheme_end(bytes, i + 1).is_some() {
+            entries.push(start..i);
+            start = i + 1;
+        }
+    }
+    entries.push(start..bytes.len());
+    entries
+}
+
+/// Where the last `@` or `%40` of `text` starts.
+fn last_at(text: &str) -> Option<usize> {
+    match (text.rfind('@'), text.rfind("%40")) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// True when `text` holds a `:` or `%3A` (a `user:password` shape).
+fn has_colon(text: &str) -> bool {
+    text.contains(':') || text.contains("%3A") || text.contains("%3a")
+}
+
+fn is_scheme_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'+' | b'.' | b'-')
+}
+
+/// How many `/` and `\` follow `from` (parsers take `\` for `/`).
+fn slashes(bytes: &[u8], from: usize) -> usize {
+    bytes
+        .get(from..)
+        .unwrap_or_default()
+        .iter()
+        .take_while(|b| matches!(b, b'/' | b'\\'))
+        .count()
+}
+
+/// If a scheme separator starts at `start`: a scheme (a letter, then
+/// letters, digits, `+`, `.` or `-`) not preceded by a scheme byte, a `:`,
+/// then at least one `/` or `\` in any mix. Returns where it ends.
+fn scheme_end(bytes: &[u8], start: usize) -> Option<usize> {
+    if !bytes.get(start)?.is_ascii_alphabetic() || (start > 0 && is_scheme_byte(bytes[start - 1])) {
+        return None;
+    }
+    let colon = start
+        + bytes[start..]
+            .iter()
+            .take_while(|b| is_scheme_byte(**b))
+            .count();
+    if bytes.get(colon) != Some(&b':') {
+        return None;
+    }
+    let count = slashes(bytes, colon + 1);
+    (count > 0).then_some(colon + 1 + count)
+}
+
+/// The first scheme separator in `bytes[within]` (whole): where it starts
+/// and ends.
+fn first_scheme(bytes: &[u8], within: Range<usize>) -> Option<(usize, usize)> {
+    let bounded = &bytes[..within.end];
+    within
+        .clone()
+        .find_map(|i| scheme_end(bounded, i).map(|end| (i, end)))
+}
+
+/// Where the authority of the entry `bytes[entry]` starts: after a leading
+/// `//` (or `\\`), else after its first scheme separator.
+fn scheme_authority(bytes: &[u8], entry: Range<usize>) -> Option<usize> {
+    let leading = slashes(&bytes[..entry.end], entry.start);
+    if leading >= 2 {
+        return Some(entry.start + leading);
+    }
+    first_scheme(bytes, entry).map(|(_, end)| end)
+}
+
+/// Where a userinfo ending at `to` would start in the entry part
+/// `word[from..to]`, and whether the URL syntax says it is an authority:
+/// after a leading `//` (or `\\`), or after the first scheme separator;
+/// else `from`, and only a `user:password` shape makes it one.
+fn authority_start(word: &str, from: usize, to: usize) -> (usize, bool) {
+    let bytes = word.as_bytes();
+    let leading = slashes(&bytes[..to], from);
+    if leading >= 2 {
+        return (from + leading, true); // `//u@h`, `\\u@h`: a network path
+    }
+    match first_scheme(bytes, from..to) {
+        // Text before the scheme (`x=`, `(`) is kept unless it holds a
+        // colon, which a password cut by a `scheme:/` inside it would; a
+        // quote or bracket just before the scheme starts a new value
+        // (`{"url":"http://…`), so a colon before that is not the URL's.
+        Some((start, end))
+            if !has_colon(&word[from..start])
+                || (start > from
+                    && matches!(
+                        bytes[start - 1],
+                        b'"' | b'\'' | b'`' | b'(' | b'<' | b'[' | b'{' | b'='
+                    )) =>
+        {
+            (end, true)
+        }
+        _ => (from, false),
+    }
+}
+
+/// Where the userinfo that ends at `at` starts, in the entry starting at
+/// `from`; `None` when that part does not read as a userinfo.
+fn userinfo_start(word: &str, from: usize, at: usize) -> Option<usize> {
+    match authority_start(word, from, at) {
+        (start, true) => Some(start),
+        (start, false) => has_colon(&word[start..at]).then_some(start),
+    }
+}
+
+/// If the last entry of `word` opened a userinfo that a later word closes,
+/// where that userinfo starts (as [`userinfo_start`] would place it): the
+/// entry has no `@`, and a `:` is followed by what is not a port (a URL)
+/// or by more than digits and colons (no scheme: `admin:pa` opens,
+/// `12:30:45` and `error:` do not).
+fn opened_userinfo(word: &str) -> Option<usize> {
+    let entry = entries(word).pop()?;
+    if last_at(&word[entry.clone()]).is_some() {
+        return None;
+    }
+    match authority_start(word, entry.start, entry.end) {
+        (start, true) => password_as_port(word, start..entry.end).map(|_| start),
+        (start, false) => {
+            let text = &word[start..entry.end];
+            let after = &text[text.find(':')? + 1..];
+            after
+                .bytes()
+                .any(|b| !b.is_ascii_digit() && b != b':')
+                .then_some(start)
+        }
+    }
+}
+
+/// Where the "port" of the authority `word[authority]` starts when it is
+/// not one: not empty, not digits only, not the placeholder `PORT`, not
+/// already `[redacted]`. The port ends where an authority or a quoted URL
+/// does. An IPv6 host in brackets is stepped over.
+fn password_as_port(word: &str, authority: Range<usize>) -> Option<usize> {
+    let bytes = word.as_bytes();
+    // Where an authority ends, where a quoted or bracketed URL ends, and
+    // the line breaks a word may hold (a URL at the end of a line).
+    let ends_port = |b: &u8| {
+        matches!(
+            b,
+            b'/' | b'\\'
+                | b'?'
+                | b'#'
+                | b','
+                | b';'
+                | b')'
+                | b'>'
+                | b'}'
+                | b'"'
+                | b'\''
+                | b'`'
+                | b'\t'
+                | b'\r'
+                | b'\n'
+        )
+    };
+    let host = &word[authority.clone()];
+    // A host cannot hold a `:` percent-encoded, a userinfo can.
+    let colon_len = |at: usize| match host.get(at..at + 3) {
+        _ if host.as_bytes().get(at) == Some(&b':') => Some(1),
+        Some(escape) if escape.eq_ignore_ascii_case("%3a") => Some(3),
+        _ => None,
+    };
+    let colon = if host.starts_with('[') {
+        host.find(']')? + 1
+    } else {
+        (0..host.len())
+            .find(|&i| colon_len(i).is_some() || ends_port(&bytes[authority.start + i]))?
+    };
+    let port_start = authority.start + colon + colon_len(colon)?;
+    let rest = &word[port_start..authority.end];
+    let port = &rest[..rest
+        .bytes()
+        .position(|b| ends_port(&b))
+        .unwrap_or(rest.len())];
+    let hidden = port.is_empty()
+        || port == "PORT"
+        || port.starts_with(REDACTED)
+        || port.bytes().all(|b| b.is_ascii_digit());
+    (!hidden).then_some(port_start)
+}
