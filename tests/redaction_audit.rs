@@ -98,7 +98,8 @@ fn table(closed: &str) -> Vec<Case> {
             "authProfile",
             format!("Bearer {a}{b}"),
             invalid,
-            "metadata key `authProfile` has value `Bearer [redacted]`: no credential profile by that name",
+            // Not a profile name at all: refused by the metadata parser, redacted.
+            "metadata key `authProfile` has value `Bearer [redacted]`: the name of a profile in the scaler config",
         ),
         // Percent-encoded, the header is a valid path: scraped, failing, and shown.
         case(
