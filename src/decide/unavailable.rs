@@ -96,18 +96,22 @@ pub enum Unavailable {
         engine_pods: usize,
     },
     /// A pod lacks the running-requests gauge `runningPerReplica` needs.
+    /// A polled reading never does (the source fails that pod when it
+    /// parses it): only a reading built elsewhere.
     #[error("{pod}: no running-requests gauge (runningPerReplica is set)")]
     NoRunningGauge {
         /// The pod's scrape target.
         pod: String,
     },
-    /// A pod lacks the KV-cache gauge `kvCacheTarget` needs.
+    /// A pod lacks the KV-cache gauge `kvCacheTarget` needs; as
+    /// [`Unavailable::NoRunningGauge`], only for a reading built elsewhere.
     #[error("{pod}: no KV-cache usage gauge (kvCacheTarget is set)")]
     NoKvCacheGauge {
         /// The pod's scrape target.
         pod: String,
     },
-    /// A pod lacks the finished-requests counter the capacity policy needs.
+    /// A pod lacks the finished-requests counter the capacity policy needs;
+    /// as [`Unavailable::NoRunningGauge`], only for a reading built elsewhere.
     #[error(
         "{pod}: no finished-requests counter ({}), which policy capacity needs",
         .engine.metrics().finished.join(" / ")

@@ -9,7 +9,7 @@ use super::latency::TtftSettings;
 use super::values::{Metadata, targets};
 use crate::source::http::ScrapeTarget;
 use crate::source::prometheus::{DefaultQueries, PodQueries};
-use crate::source::{Engine, EngineSource, PromQuery};
+use crate::source::{Engine, EngineSource, PromQuery, RequiredSignals};
 
 /// How engine signals are read.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,6 +46,22 @@ pub struct Needs {
     pub ttft: bool,
     /// `kvCacheTarget` is set.
     pub kv_cache: bool,
+    /// `policy: capacity` with `learnDrainRate: false`: every pod's
+    /// finished-requests counter.
+    pub finished: bool,
+}
+
+impl Needs {
+    /// What every pod of an engine source must expose for these needs. Not
+    /// the TTFT histogram: a pod without one is "no samples" for the
+    /// latency guard, not a failed pod.
+    fn of_pods(self) -> RequiredSignals {
+        RequiredSignals {
+            running: self.running,
+            kv_cache: self.kv_cache,
+            finished: self.finished,
+        }
+    }
 }
 
 /// `prometheusAddress` (or its alias `serverAddress`), validated.
@@ -183,6 +199,7 @@ pub fn engine_input(
                 targets,
                 model_name,
                 prometheus: None,
+                requires: needs.of_pods(),
             }))
         }
         (false, Some(address)) if per_pod => {
@@ -409,6 +426,7 @@ fn pod_queries(
         targets: vec![ScrapeTarget::Static(address.clone())],
         model_name,
         prometheus: Some(Box::new(queries)),
+        requires: needs.of_pods(),
     }))
 }
 

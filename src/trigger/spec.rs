@@ -140,13 +140,14 @@ impl TriggerSpec {
             "a fraction in (0, 1], e.g. `0.8`",
             &mut errors,
         );
+        let policy = policy(&md, &mut errors);
         let needs = Needs {
             running: running_per_replica.is_some(),
             ttft: latency.is_some(),
             kv_cache: kv_cache_target.is_some(),
+            finished: matches!(policy, Policy::Capacity(p) if !p.learn_drain_rate),
         };
 
-        let policy = policy(&md, &mut errors);
         let prometheus = prometheus_address(&md, &mut errors);
         let has_engine = md.has(keys::VLLM_TARGETS) || prometheus.is_some();
         // `capacity` reads per-pod counters: scraped, or on the PromQL path

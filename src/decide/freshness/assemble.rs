@@ -128,6 +128,11 @@ pub(super) fn engine_signals(
     memory: &mut TriggerMemory,
 ) -> Result<Signals, Unavailable> {
     let fusion = &spec.fusion;
+    // The source fails a pod without a signal the trigger requires when it
+    // parses the pod (`RequiredSignals`, set from the same metadata), so a
+    // polled reading always has them. These checks stand for a reading
+    // built elsewhere (the simulator, a test): a missing `R` or KV usage
+    // is refused, never fused as if there were none.
     let running = reading.running();
     if fusion.running_per_replica.is_some()
         && running.is_none()

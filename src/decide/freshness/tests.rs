@@ -199,6 +199,42 @@ fn a_lost_source_carries_its_typed_error() {
     }
 }
 
+/// What the metadata asks of the pods is part of the engine source, so the
+/// source fails a pod without it when it reads the pod.
+#[test]
+fn the_engine_source_requires_what_the_metadata_needs_of_every_pod() {
+    let requires = |extra: &[(&'static str, &'static str)]| {
+        let mut md = vec![
+            ("vllmTargets", "http://127.0.0.1:1/metrics"),
+            ("targetBacklogPerReplica", "10"),
+        ];
+        md.extend_from_slice(extra);
+        match spec(&md).engine {
+            Some(EngineInput::Scrape(source)) => source.requires,
+            other => panic!("{other:?}"),
+        }
+    };
+    let none = crate::source::RequiredSignals::default();
+    assert_eq!(requires(&[("policy", "backlog")]), none);
+    let r = requires(&[
+        ("policy", "backlog"),
+        ("runningPerReplica", "32"),
+        ("kvCacheTarget", "0.8"),
+    ]);
+    assert!(r.running && r.kv_cache && !r.finished, "{r:?}");
+    // A learned μ holds λ̂ without a pod's counter; a fixed one cannot.
+    assert_eq!(requires(&[("policy", "capacity")]), none);
+    let r = requires(&[
+        ("policy", "capacity"),
+        ("drainRatePerReplica", "2"),
+        ("learnDrainRate", "false"),
+    ]);
+    assert!(r.finished && !r.running && !r.kv_cache, "{r:?}");
+}
+
+/// A reading built by hand (the simulator's, a test's): a polled one never
+/// lacks a required gauge, because the source fails that pod. The
+/// decision still refuses it rather than read no KV usage as none.
 #[test]
 fn required_gauges_missing_on_a_pod_make_the_trigger_unavailable() {
     let now = Instant::now();

@@ -123,7 +123,7 @@ impl EngineSource {
         if let Some(q) = &self.prometheus {
             // One answer per query names every pod: the poll's own
             // deadline bounds it.
-            return q.read_pods(self.engine, ctx).await;
+            return q.read_pods(self.engine, self.requires, ctx).await;
         }
         let mut urls = Vec::new();
         let mut empty_discovery = Vec::new();
