@@ -2,9 +2,10 @@
 //! failed reading like any other, against the real binary: a pod without
 //! a gauge its trigger's metadata needs (`runningPerReplica`,
 //! `kvCacheTarget`) is that pod's `parse` failure, held then left out
-//! under the quorum, or, alone, the source's `parse_error`, counted in
-//! `backlog_scaler_polls_total`, logged once, and shown as every other
-//! failed poll is.
+//! under the quorum, or, alone, the source's `parse_error`; a summed PromQL
+//! answer that is not a count (NaN) is the query's `parse_error`. Each is
+//! counted in `backlog_scaler_polls_total`, logged once, and shown as every
+//! other failed poll is.
 
 mod common;
 
@@ -180,6 +181,86 @@ async fn a_lone_pod_without_the_kv_gauge_is_a_parse_error_held_then_unavailable(
     );
     assert_eq!(
         serve.lines_with(&["source read failed", "no KV-cache usage gauge"]),
+        1,
+        "{}",
+        serve.log()
+    );
+}
+
+/// A stand-in Prometheus answering `NAN` with NaN and every other query 1.
+async fn nan_prometheus() -> String {
+    let app = axum::Router::new().route(
+        "/api/v1/query",
+        axum::routing::get(
+            |query: axum::extract::Query<std::collections::HashMap<String, String>>| async move {
+                let value = match query.get("query").map(String::as_str) {
+                    Some("NAN") => "NaN",
+                    _ => "1",
+                };
+                axum::Json(serde_json::json!({
+                    "status": "success",
+                    "data": {"resultType": "vector", "result": [{"metric": {}, "value": [1.0, value]}]}
+                }))
+            },
+        ),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    format!("http://{addr}/")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_summed_query_answering_nan_is_a_counted_and_logged_parse_error() {
+    let prometheus = nan_prometheus().await;
+    let serve = Serve::start();
+    let mut client = serve.client().await;
+    let object = object(
+        "nan",
+        &[
+            ("prometheusAddress", prometheus.as_str()),
+            ("waitingQuery", "NAN"),
+            ("replicasQuery", "vector(1)"),
+            ("targetBacklogPerReplica", "10"),
+            ("pollIntervalSeconds", "1"),
+        ],
+    );
+    client.get_metric_spec(object.clone()).await.expect("spec");
+    let started = Instant::now();
+    let mut last = None;
+    while started.elapsed() < Duration::from_secs(4) {
+        last = Some(value(&mut client, &object).await);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let status = last.expect("asked").expect_err("NaN is no count");
+    assert_eq!(status.code(), tonic::Code::Unavailable);
+    assert!(
+        status
+            .message()
+            .contains("waitingQuery `NAN` returned NaN for {}, not a count"),
+        "{}",
+        status.message()
+    );
+    let label = format!("prometheus {prometheus} NAN");
+    let exposed = metrics(&serve).await;
+    assert!(
+        exposed.contains(&format!(
+            "backlog_scaler_polls_total{{source=\"{label}\",outcome=\"parse_error\"}}"
+        )),
+        "{exposed}"
+    );
+    assert!(
+        !exposed.contains(&format!(
+            "backlog_scaler_polls_total{{source=\"{label}\",outcome=\"ok\"}}"
+        )),
+        "{exposed}"
+    );
+    assert_eq!(
+        serve.lines_with(&["source read failed", "returned NaN"]),
         1,
         "{}",
         serve.log()

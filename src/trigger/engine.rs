@@ -8,7 +8,7 @@ use super::keys;
 use super::latency::TtftSettings;
 use super::values::{Metadata, targets};
 use crate::source::http::ScrapeTarget;
-use crate::source::prometheus::{DefaultQueries, PodQueries};
+use crate::source::prometheus::{Answer, DefaultQueries, PodQueries};
 use crate::source::{Engine, EngineSource, PromQuery, RequiredSignals};
 
 /// How engine signals are read.
@@ -238,6 +238,13 @@ pub fn engine_input(
                         address: address.clone(),
                         query,
                         auth_profile: auth_profile.clone(),
+                        // The answer each signal reads (docs/decisions/0006).
+                        answer: match key {
+                            keys::WAITING_QUERY | keys::RUNNING_QUERY => Answer::Summed(key),
+                            keys::REPLICAS_QUERY => Answer::Count(key),
+                            keys::TTFT_QUERY => Answer::Quantile(key),
+                            _ => Answer::Value(key),
+                        },
                     }),
                     None => {
                         errors.push(conflict(

@@ -22,7 +22,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{PodQueries, PromQuery, Sample};
+use super::{Answer, PodQueries, PromQuery, Sample};
 use crate::source::context::SourceContext;
 use crate::source::engine::fanout::{PodFailure, PodsRead};
 use crate::source::engine::names::Engine;
@@ -55,6 +55,8 @@ impl PodQueries {
             address: self.address.clone(),
             query: text.to_owned(),
             auth_profile: self.auth_profile.clone(),
+            // `reading` checks each pod's values.
+            answer: Answer::Raw,
         }
     }
 
