@@ -389,6 +389,7 @@ fn main() {
                 .collect(),
             model_name: Some("llama-3-8b-00".to_owned()),
             prometheus: None,
+            requires: Default::default(),
         });
         // The reading is right before it is timed.
         let check = runtime

@@ -327,3 +327,97 @@ async fn a_warning_repeated_on_every_poll_is_logged_once_a_minute() {
         serve.log()
     );
 }
+
+/// A scrape target that takes every connection, reads the request and
+/// never answers; returns its URL.
+async fn hung_pod() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = [0u8; 2048];
+                while let Ok(n) = stream.read(&mut buf).await {
+                    if n == 0 {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    format!("http://{addr}/metrics")
+}
+
+/// A scrape target answering its n-th request with a body that stops being
+/// UTF-8 at byte n: the same failure, a different offset each time.
+async fn garbage_pod() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let hits = Arc::new(AtomicUsize::new(0));
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let n = hits.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut request = Vec::new();
+                let mut buf = [0u8; 2048];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf).await {
+                        Ok(k) if k > 0 => request.extend_from_slice(&buf[..k]),
+                        _ => return,
+                    }
+                }
+                let mut body = vec![b'#'; n];
+                body.extend_from_slice(b"\xff\n");
+                let mut response = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/plain; version=0.0.4\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                    body.len()
+                )
+                .into_bytes();
+                response.extend_from_slice(&body);
+                let _ = stream.write_all(&response).await;
+                let _ = stream.shutdown().await;
+            });
+        }
+    });
+    format!("http://{addr}/metrics")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_pod_and_a_garbage_pod_are_each_logged_once_though_the_detail_varies() {
+    // Three pods answer, so the two failing ones are pod failures (the
+    // quorum holds); a trigger reading the hung pod alone fails as a source.
+    let steady = pods(&[(1.0, 0.0), (2.0, 0.0), (3.0, 0.0)]).await;
+    let hung = hung_pod().await;
+    let garbage = garbage_pod().await;
+    let fleet = format!("{},{hung},{garbage}", targets(&steady));
+    let serve = Serve::start();
+    let mut client = serve.client().await;
+    let triggers = [
+        engine_trigger("fleet", &fleet, "1"),
+        engine_trigger("alone", &hung, "1"),
+    ];
+    for trigger in &triggers {
+        client.get_metric_spec(trigger.clone()).await.expect("spec");
+    }
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(8) {
+        for trigger in &triggers {
+            let _ = client.get_metrics(metrics_request(trigger, "")).await;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let log = serve.log();
+    assert!(steady[0].scrapes() >= 6, "{} polls", steady[0].scrapes());
+    // The timeout names the configured per-pod deadline (90 % of the 0.8 s
+    // poll deadline), not the milliseconds left on each poll.
+    assert!(log.contains("no answer within 720 ms"), "{log}");
+    assert!(log.contains("invalid byte at"), "{log}");
+    for pod in [&hung, &garbage] {
+        assert_eq!(
+            serve.lines_with(&["pod scrape failed", &format!("\"pod\":\"{pod}\"")]),
+            1,
+            "{pod}:\n{log}"
+        );
+    }
+    assert_eq!(serve.lines_with(&["source read failed"]), 1, "{log}");
+}

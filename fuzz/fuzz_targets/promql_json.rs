@@ -4,7 +4,7 @@
 #![no_main]
 
 use backlog_scaler::source::PromQuery;
-use backlog_scaler::source::prometheus::QueryReading;
+use backlog_scaler::source::prometheus::{Answer, QueryReading};
 use libfuzzer_sys::fuzz_target;
 use std::sync::OnceLock;
 
@@ -16,6 +16,7 @@ fn query() -> &'static PromQuery {
         address: "http://127.0.0.1:9090".parse().expect("a valid URL"),
         query: QUERY.to_owned(),
         auth_profile: None,
+        answer: Answer::Raw,
     })
 }
 

@@ -96,18 +96,22 @@ pub enum Unavailable {
         engine_pods: usize,
     },
     /// A pod lacks the running-requests gauge `runningPerReplica` needs.
+    /// A polled reading never does (the source fails that pod when it
+    /// parses it): only a reading built elsewhere.
     #[error("{pod}: no running-requests gauge (runningPerReplica is set)")]
     NoRunningGauge {
         /// The pod's scrape target.
         pod: String,
     },
-    /// A pod lacks the KV-cache gauge `kvCacheTarget` needs.
+    /// A pod lacks the KV-cache gauge `kvCacheTarget` needs; as
+    /// [`Unavailable::NoRunningGauge`], only for a reading built elsewhere.
     #[error("{pod}: no KV-cache usage gauge (kvCacheTarget is set)")]
     NoKvCacheGauge {
         /// The pod's scrape target.
         pod: String,
     },
-    /// A pod lacks the finished-requests counter the capacity policy needs.
+    /// A pod lacks the finished-requests counter the capacity policy needs;
+    /// as [`Unavailable::NoRunningGauge`], only for a reading built elsewhere.
     #[error(
         "{pod}: no finished-requests counter ({}), which policy capacity needs",
         .engine.metrics().finished.join(" / ")
@@ -152,7 +156,10 @@ pub enum Unavailable {
     Several(Vec<Unavailable>),
 }
 
-/// What is wrong with a PromQL answer (the rules of docs/decisions/0006).
+/// What is wrong with a PromQL answer given the other queries' answers
+/// (the rules of docs/decisions/0006). An answer wrong on its own (several
+/// series, a value that is no count) fails the query's reading instead
+/// (`source::prometheus::AnswerProblem`).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum QueryProblem {
     /// No series while `replicasQuery` does not answer an explicit 0.
@@ -165,23 +172,6 @@ pub enum QueryProblem {
         "returned no series; the replica count is needed by the latency, KV-cache and GPU guards"
     )]
     NoReplicaCount,
-    /// A single-series signal returned this many series.
-    #[error("returned {0} series; it must return one")]
-    Several(usize),
-    /// The replica count is negative or not finite.
-    #[error("returned {0}, not a count")]
-    NotACount(f64),
-    /// A summed signal has a series that is negative or not finite.
-    #[error("returned {value} for {series}, not a count")]
-    SeriesNotACount {
-        /// The value.
-        value: f64,
-        /// The series' labels.
-        series: String,
-    },
-    /// A single-value signal is negative or not finite.
-    #[error("returned {0}")]
-    Invalid(f64),
 }
 
 impl Unavailable {
@@ -251,20 +241,9 @@ mod tests {
                 Unavailable::Query {
                     key: "waitingQuery",
                     query: "sum(w)".into(),
-                    problem: QueryProblem::SeriesNotACount {
-                        value: -1.0,
-                        series: "{pod=\"a\"}".into(),
-                    },
+                    problem: QueryProblem::Empty,
                 },
-                "waitingQuery `sum(w)` returned -1 for {pod=\"a\"}, not a count",
-            ),
-            (
-                Unavailable::Query {
-                    key: "replicasQuery",
-                    query: "n".into(),
-                    problem: QueryProblem::NotACount(f64::NAN),
-                },
-                "replicasQuery `n` returned NaN, not a count",
+                "waitingQuery `sum(w)` returned no series and replicasQuery does not say 0 replicas are up: a lost target is not zero work",
             ),
         ];
         for (reason, text) in cases {

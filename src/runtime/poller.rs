@@ -227,8 +227,12 @@ async fn poll_loop(
             }
             Err(error) => {
                 telemetry.record_poll(&label, error.outcome(), elapsed, 0);
-                // Log the first failure and changes of reason, not every poll.
-                let reason_changed = state.last_failure.as_ref().is_none_or(|f| f.value != error);
+                // Log the first failure and changes of reason, not every
+                // poll; a reason is its kind and target (`same_failure`).
+                let reason_changed = state
+                    .last_failure
+                    .as_ref()
+                    .is_none_or(|f| !f.value.same_failure(&error));
                 if !state.failing() || reason_changed {
                     tracing::warn!(source = %label, outcome = error.outcome().as_str(), error = %error, "source read failed");
                 }
@@ -327,12 +331,12 @@ fn failing_pods(
         .collect()
 }
 
-/// Log a pod's first failure, a change of its reason, and its recovery;
-/// not every poll.
+/// Log a pod's first failure, a change of its reason (its kind:
+/// [`SourceError::same_failure`]), and its recovery; not every poll.
 fn log_pod_changes(label: &str, before: &[FailingPod], after: &[FailingPod], now: &Reading) {
     for pod in after {
         let previous = before.iter().find(|b| b.target == pod.target);
-        if previous.is_none_or(|b| b.last_failure.value != pod.last_failure.value) {
+        if previous.is_none_or(|b| !b.last_failure.value.same_failure(&pod.last_failure.value)) {
             let error = &pod.last_failure.value;
             tracing::warn!(source = %label, pod = %pod.target, outcome = error.kind().as_str(), error = %error, "pod scrape failed; the other pods answered");
         }

@@ -13,6 +13,7 @@ use tokio::task::JoinSet;
 use crate::guard::redact::redact;
 use crate::runtime::backoff::{UnitRng, plan_retry, retries_within_poll};
 use crate::source::context::SourceContext;
+use crate::source::engine::fanout::{PodDeadline, get_pod};
 use crate::source::engine::{EngineReading, EngineSource, PodFailure, PodReading};
 use crate::source::error::SourceError;
 use crate::source::spec::{Reading, SourceMemory, SourceSpec};
@@ -52,16 +53,13 @@ pub async fn read_with_retries(
                 return match (source, reading) {
                     (SourceSpec::Engine(engine), Reading::Engine(mut reading)) => {
                         let mut failed = failed;
-                        retries += retry_pods(
-                            engine,
-                            ctx,
-                            &mut reading,
-                            &mut failed,
+                        let pods = PodRetry {
                             deadline,
-                            retries,
-                            rng,
-                        )
-                        .await;
+                            timeout,
+                            used: retries,
+                        };
+                        retries +=
+                            retry_pods(engine, ctx, &mut reading, &mut failed, pods, rng).await;
                         Attempted {
                             result: Ok((Reading::Engine(reading), failed)),
                             retries,
@@ -99,9 +97,18 @@ async fn attempt(
     timeout: Duration,
 ) -> Result<(Reading, Vec<PodFailure>), SourceError> {
     let left = deadline.saturating_duration_since(Instant::now());
-    match tokio::time::timeout(left, read_polled(source, ctx, memory, left)).await {
+    match tokio::time::timeout(left, read_polled(source, ctx, memory, left, timeout)).await {
         Ok(result) => result,
         Err(_) => Err(SourceError::timeout(timeout)),
+    }
+}
+
+/// The per-pod deadline of a poll bounded by `timeout`, with `left` of it
+/// still to go.
+fn pod_deadline(left: Duration, timeout: Duration) -> PodDeadline {
+    PodDeadline {
+        bound: left.mul_f64(POD_SHARE),
+        configured: timeout.mul_f64(POD_SHARE),
     }
 }
 
@@ -113,10 +120,11 @@ async fn read_polled(
     ctx: &SourceContext,
     memory: &mut SourceMemory,
     left: Duration,
+    timeout: Duration,
 ) -> Result<(Reading, Vec<PodFailure>), SourceError> {
     match source {
         SourceSpec::Engine(source) => {
-            let read = source.read_pods(ctx, left.mul_f64(POD_SHARE)).await?;
+            let read = source.read_pods(ctx, pod_deadline(left, timeout)).await?;
             Ok((Reading::Engine(read.reading), read.failed))
         }
         other => Ok((read_once(other, ctx, memory).await?, Vec::new())),
@@ -143,20 +151,35 @@ pub async fn read_once(
     }
 }
 
+/// The bounds of a poll's pod retries.
+#[derive(Debug, Clone, Copy)]
+struct PodRetry {
+    /// The poll's deadline.
+    deadline: Instant,
+    /// The poll's bound, as a pod that times out reports it.
+    timeout: Duration,
+    /// Retries spent on the whole reading already.
+    used: u32,
+}
+
 /// Retry the pods of `failed` whose failure is transient, each on its own
 /// (GET and parse, as the fan-out does), in rounds sharing one jittered
-/// wait, while a retry fits before `deadline`. A pod that answers moves into
-/// `reading`; one that fails again keeps its newest error. Returns the
-/// rounds run. `used` retries were spent on the whole reading already.
+/// wait, while a retry fits before the deadline. A pod that answers moves
+/// into `reading`; one that fails again keeps its newest error. Returns the
+/// rounds run.
 async fn retry_pods(
     source: &EngineSource,
     ctx: &SourceContext,
     reading: &mut EngineReading,
     failed: &mut Vec<PodFailure>,
-    deadline: Instant,
-    used: u32,
+    bounds: PodRetry,
     rng: &mut impl UnitRng,
 ) -> u32 {
+    let PodRetry {
+        deadline,
+        timeout,
+        used,
+    } = bounds;
     let mut rounds = 0;
     if !failed.iter().any(|f| retries_within_poll(f.error.kind())) {
         return 0;
@@ -188,24 +211,10 @@ async fn retry_pods(
         };
         rounds += 1;
         tokio::time::sleep(wait).await;
-        let per_pod = deadline
-            .saturating_duration_since(Instant::now())
-            .mul_f64(POD_SHARE);
+        let per_pod = pod_deadline(deadline.saturating_duration_since(Instant::now()), timeout);
         let mut scrapes = JoinSet::new();
         for url in pending {
-            let http = ctx.http.clone();
-            scrapes.spawn(async move {
-                let target = redact(url.as_str());
-                let body = match tokio::time::timeout(per_pod, http.get_text(&url)).await {
-                    Ok(body) => body,
-                    Err(_) => Err(SourceError::new(
-                        crate::source::error::FailureKind::Timeout,
-                        url.as_str(),
-                        format!("no answer within {per_pod:?}"),
-                    )),
-                };
-                (target, body)
-            });
+            scrapes.spawn(get_pod(ctx.http.clone(), url, per_pod));
         }
         while let Some(joined) = scrapes.join_next().await {
             // A panicked retry task leaves its pod's first error standing.

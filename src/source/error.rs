@@ -219,6 +219,15 @@ impl SourceError {
     pub fn outcome(&self) -> PollOutcome {
         self.kind.outcome()
     }
+
+    /// True when `other` is the same failure as far as logs tell failures
+    /// apart: the same kind (an HTTP status with its code) at the same
+    /// target. The detail is left out: it can differ between polls that fail
+    /// the same way (the byte offset into a garbage body, how much of a
+    /// body arrived), and a log line per variant is a line per poll.
+    pub fn same_failure(&self, other: &SourceError) -> bool {
+        self.kind == other.kind && self.target == other.target
+    }
 }
 
 /// Outcome of one poll, as counted in `backlog_scaler_polls_total`.
@@ -320,6 +329,24 @@ mod tests {
             (error.kind(), error.to_string().as_str()),
             (FailureKind::Auth, "u: HTTP status 403 Forbidden")
         );
+    }
+
+    #[test]
+    fn the_same_failure_is_its_kind_and_target_whatever_the_detail() {
+        let garbage = |offset: usize| {
+            SourceError::parse(
+                "http://a/metrics",
+                format!("response is not UTF-8 text (invalid byte at {offset})"),
+            )
+        };
+        assert!(garbage(0).same_failure(&garbage(17)));
+        assert!(!garbage(0).same_failure(&SourceError::parse("http://b/metrics", "x")));
+        let status = |code| SourceError::http_status("http://a/metrics", code, "HTTP error");
+        assert!(status(503).same_failure(&status(503)));
+        assert!(!status(503).same_failure(&status(502)));
+        assert!(!garbage(0).same_failure(&status(503)));
+        let timeout = SourceError::timeout(Duration::from_secs(4));
+        assert!(timeout.same_failure(&SourceError::timeout(Duration::from_secs(4))));
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub mod spec;
 pub use broker::{BrokerContext, BrokerMemory, BrokerReading, BrokerSource};
 pub use context::SourceContext;
 pub use dcgm::{DcgmSource, GpuReading};
-pub use engine::{Engine, EngineReading, EngineSource, PodReading};
+pub use engine::{Engine, EngineReading, EngineSource, PodReading, RequiredSignals};
 pub use error::{FailureKind, PollOutcome, SourceError};
 pub use http::{HttpScraper, ScrapeTarget};
 pub use prometheus::{PromQuery, QueryReading};

@@ -8,8 +8,8 @@ use super::keys;
 use super::latency::TtftSettings;
 use super::values::{Metadata, targets};
 use crate::source::http::ScrapeTarget;
-use crate::source::prometheus::{DefaultQueries, PodQueries};
-use crate::source::{Engine, EngineSource, PromQuery};
+use crate::source::prometheus::{Answer, DefaultQueries, PodQueries};
+use crate::source::{Engine, EngineSource, PromQuery, RequiredSignals};
 
 /// How engine signals are read.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,6 +46,22 @@ pub struct Needs {
     pub ttft: bool,
     /// `kvCacheTarget` is set.
     pub kv_cache: bool,
+    /// `policy: capacity` with `learnDrainRate: false`: every pod's
+    /// finished-requests counter.
+    pub finished: bool,
+}
+
+impl Needs {
+    /// What every pod of an engine source must expose for these needs. Not
+    /// the TTFT histogram: a pod without one is "no samples" for the
+    /// latency guard, not a failed pod.
+    fn of_pods(self) -> RequiredSignals {
+        RequiredSignals {
+            running: self.running,
+            kv_cache: self.kv_cache,
+            finished: self.finished,
+        }
+    }
 }
 
 /// True when `prometheusAddress` or its alias `serverAddress` is present,
@@ -190,6 +206,7 @@ pub fn engine_input(
                 targets,
                 model_name,
                 prometheus: None,
+                requires: needs.of_pods(),
             }))
         }
         (false, Some(address)) if per_pod => {
@@ -228,6 +245,13 @@ pub fn engine_input(
                         address: address.clone(),
                         query,
                         auth_profile: auth_profile.clone(),
+                        // The answer each signal reads (docs/decisions/0006).
+                        answer: match key {
+                            keys::WAITING_QUERY | keys::RUNNING_QUERY => Answer::Summed(key),
+                            keys::REPLICAS_QUERY => Answer::Count(key),
+                            keys::TTFT_QUERY => Answer::Quantile(key),
+                            _ => Answer::Value(key),
+                        },
                     }),
                     None => {
                         errors.push(conflict(
@@ -419,6 +443,7 @@ fn pod_queries(
         targets: vec![ScrapeTarget::Static(address.clone())],
         model_name,
         prometheus: Some(Box::new(queries)),
+        requires: needs.of_pods(),
     }))
 }
 

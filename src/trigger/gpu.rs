@@ -9,7 +9,7 @@ use super::keys;
 use super::params::GpuGuard;
 use super::values::{Metadata, number, targets};
 use crate::source::dcgm::PodSelector;
-use crate::source::prometheus::DefaultQueries;
+use crate::source::prometheus::{Answer, DefaultQueries};
 use crate::source::{DcgmSource, PromQuery};
 
 /// How `U` is read.
@@ -97,6 +97,7 @@ pub fn gpu_input(
         address: address.clone(),
         query,
         auth_profile: md.text(keys::AUTH_PROFILE).map(str::to_owned),
+        answer: Answer::Value(keys::GPU_UTIL_QUERY),
     }))
 }
 

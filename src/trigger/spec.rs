@@ -148,13 +148,14 @@ impl TriggerSpec {
             "a fraction in (0, 1], e.g. `0.8`",
             &mut errors,
         );
+        let policy = policy(&md, &mut errors);
         let needs = Needs {
             running: running_per_replica.is_some(),
             ttft: latency.is_some(),
             kv_cache: kv_cache_target.is_some(),
+            finished: matches!(policy, Policy::Capacity(p) if !p.learn_drain_rate),
         };
 
-        let policy = policy(&md, &mut errors);
         let prometheus = prometheus_address(&md, &mut errors);
         // Which sources the trigger has is read from the keys present, not
         // from whether their values parsed: a source with a wrong value

@@ -128,6 +128,11 @@ pub(super) fn engine_signals(
     memory: &mut TriggerMemory,
 ) -> Result<Signals, Unavailable> {
     let fusion = &spec.fusion;
+    // The source fails a pod without a signal the trigger requires when it
+    // parses the pod (`RequiredSignals`, set from the same metadata), so a
+    // polled reading always has them. These checks stand for a reading
+    // built elsewhere (the simulator, a test): a missing `R` or KV usage
+    // is refused, never fused as if there were none.
     let running = reading.running();
     if fusion.running_per_replica.is_some()
         && running.is_none()
@@ -200,33 +205,24 @@ pub(super) fn engine_signals(
 }
 
 /// The PromQL rules (docs/decisions/0006): sums (`W`, `R`) add their series;
-/// every other signal must be one series. An empty answer is 0 (or "no
-/// value") only when `replicasQuery` answers an explicit 0; otherwise it is a
-/// lost target, never read as 0 (KEDA issue 3065). TTFT is the exception:
-/// empty or NaN means no requests in the window, so the guard is off.
+/// every other signal is one series. An empty answer is 0 (or "no value")
+/// only when `replicasQuery` answers an explicit 0; otherwise it is a lost
+/// target, never read as 0 (KEDA issue 3065). TTFT is the exception: empty
+/// or NaN means no requests in the window, so the guard is off.
+///
+/// The source refuses an answer of the wrong shape or a value that is no
+/// count when it reads it (`PromQuery::answer`: a failed poll, held until
+/// `maxSignalAgeSeconds`), so a fresh reading here has at most one series
+/// where one is meant and only counts where counts are meant.
 fn prometheus_signals(
     spec: &TriggerSpec,
     queries: &PromSignals,
     fresh: &Fresh<'_>,
 ) -> Result<Signals, Unavailable> {
-    let replicas = match query_reading(&queries.replicas, fresh)?.series.as_slice() {
-        [] => None,
-        [one] if one.value.is_finite() && one.value >= 0.0 => Some(one.value.round() as usize),
-        [one] => {
-            return Err(query_error(
-                "replicasQuery",
-                &queries.replicas,
-                QueryProblem::NotACount(one.value),
-            ));
-        }
-        more => {
-            return Err(query_error(
-                "replicasQuery",
-                &queries.replicas,
-                QueryProblem::Several(more.len()),
-            ));
-        }
-    };
+    let replicas = query_reading(&queries.replicas, fresh)?
+        .series
+        .first()
+        .map(|one| one.value.round() as usize);
     let zero_replicas = replicas == Some(0);
     let waiting = summed(&queries.waiting, fresh, "waitingQuery", zero_replicas)?;
     let running = match &queries.running {
@@ -238,17 +234,11 @@ fn prometheus_signals(
         None => None,
     };
     let ttft_seconds = match &queries.ttft {
-        Some(q) => match query_reading(q, fresh)?.series.as_slice() {
-            [] => None,
-            [one] => Some(one.value).filter(|v| v.is_finite()),
-            more => {
-                return Err(query_error(
-                    "ttftQuery",
-                    q,
-                    QueryProblem::Several(more.len()),
-                ));
-            }
-        },
+        Some(q) => query_reading(q, fresh)?
+            .series
+            .first()
+            .map(|one| one.value)
+            .filter(|v| v.is_finite()),
         None => None,
     };
     let needs_n = spec.fusion.latency.is_some()
@@ -312,21 +302,7 @@ fn summed(
             Err(query_error(key, query, QueryProblem::Empty))
         };
     }
-    let mut total = 0.0;
-    for series in &reading.series {
-        if !series.value.is_finite() || series.value < 0.0 {
-            return Err(query_error(
-                key,
-                query,
-                QueryProblem::SeriesNotACount {
-                    value: series.value,
-                    series: series.labels.clone(),
-                },
-            ));
-        }
-        total += series.value;
-    }
-    Ok(total)
+    Ok(reading.series.iter().map(|series| series.value).sum())
 }
 
 fn single_value(
@@ -335,11 +311,9 @@ fn single_value(
     key: &'static str,
     zero_replicas: bool,
 ) -> Result<Option<f64>, Unavailable> {
-    match query_reading(query, fresh)?.series.as_slice() {
-        [] if zero_replicas => Ok(None),
-        [] => Err(query_error(key, query, QueryProblem::Empty)),
-        [one] if one.value.is_finite() && one.value >= 0.0 => Ok(Some(one.value)),
-        [one] => Err(query_error(key, query, QueryProblem::Invalid(one.value))),
-        more => Err(query_error(key, query, QueryProblem::Several(more.len()))),
+    match query_reading(query, fresh)?.series.first() {
+        None if zero_replicas => Ok(None),
+        None => Err(query_error(key, query, QueryProblem::Empty)),
+        Some(one) => Ok(Some(one.value)),
     }
 }

@@ -199,6 +199,42 @@ fn a_lost_source_carries_its_typed_error() {
     }
 }
 
+/// What the metadata asks of the pods is part of the engine source, so the
+/// source fails a pod without it when it reads the pod.
+#[test]
+fn the_engine_source_requires_what_the_metadata_needs_of_every_pod() {
+    let requires = |extra: &[(&'static str, &'static str)]| {
+        let mut md = vec![
+            ("vllmTargets", "http://127.0.0.1:1/metrics"),
+            ("targetBacklogPerReplica", "10"),
+        ];
+        md.extend_from_slice(extra);
+        match spec(&md).engine {
+            Some(EngineInput::Scrape(source)) => source.requires,
+            other => panic!("{other:?}"),
+        }
+    };
+    let none = crate::source::RequiredSignals::default();
+    assert_eq!(requires(&[("policy", "backlog")]), none);
+    let r = requires(&[
+        ("policy", "backlog"),
+        ("runningPerReplica", "32"),
+        ("kvCacheTarget", "0.8"),
+    ]);
+    assert!(r.running && r.kv_cache && !r.finished, "{r:?}");
+    // A learned μ holds λ̂ without a pod's counter; a fixed one cannot.
+    assert_eq!(requires(&[("policy", "capacity")]), none);
+    let r = requires(&[
+        ("policy", "capacity"),
+        ("drainRatePerReplica", "2"),
+        ("learnDrainRate", "false"),
+    ]);
+    assert!(r.finished && !r.running && !r.kv_cache, "{r:?}");
+}
+
+/// A reading built by hand (the simulator's, a test's): a polled one never
+/// lacks a required gauge, because the source fails that pod. The
+/// decision still refuses it rather than read no KV usage as none.
 #[test]
 fn required_gauges_missing_on_a_pod_make_the_trigger_unavailable() {
     let now = Instant::now();
@@ -372,15 +408,48 @@ fn prometheus_empty_result_is_zero_only_when_replicas_say_zero() {
     assert!(err.to_string().contains("waitingQuery"), "{err}");
 }
 
+/// Several series where one is meant, or a value that is no count, is the
+/// query's failed reading (the source checks the answer its signal needs):
+/// counted, logged and held as any failed poll, never a reading that
+/// reaches the decision.
 #[test]
-fn prometheus_single_value_signals_refuse_several_series() {
-    let err = prom_eval(&[1.0], &[1.0], &[1.0, 2.0]).expect_err("two replica series");
-    assert!(
-        err.to_string().contains("replicasQuery") && err.to_string().contains("2 series"),
-        "{err}"
+fn each_prometheus_query_carries_the_answer_its_signal_reads() {
+    use crate::source::prometheus::Answer;
+    use crate::trigger::{EngineInput, GpuInput};
+    let s = spec(&[
+        ("prometheusAddress", "http://127.0.0.1:9/"),
+        ("targetBacklogPerReplica", "10"),
+        ("runningPerReplica", "32"),
+        ("policy", "backlog"),
+        ("kvCacheTarget", "0.8"),
+        ("ttftSloSeconds", "1"),
+        ("podSelectorRegex", "llama-.*"),
+    ]);
+    let Some(EngineInput::Prometheus(q)) = &s.engine else {
+        panic!("{:?}", s.engine);
+    };
+    let answers = [
+        Some(&q.waiting),
+        q.running.as_ref(),
+        q.kv_cache.as_ref(),
+        q.ttft.as_ref(),
+        Some(&q.replicas),
+    ]
+    .map(|q| q.map(|q| q.answer));
+    assert_eq!(
+        answers,
+        [
+            Some(Answer::Summed("waitingQuery")),
+            Some(Answer::Summed("runningQuery")),
+            Some(Answer::Value("kvCacheQuery")),
+            Some(Answer::Quantile("ttftQuery")),
+            Some(Answer::Count("replicasQuery")),
+        ]
     );
-    let err = prom_eval(&[f64::NAN], &[1.0], &[1.0]).expect_err("NaN count");
-    assert!(err.to_string().contains("NaN"), "{err}");
+    let Some(GpuInput::Prometheus(gpu)) = &s.gpu else {
+        panic!("{:?}", s.gpu);
+    };
+    assert_eq!(gpu.answer, Answer::Value("gpuUtilQuery"));
 }
 
 fn broker_state(messages: f64, partitions: Option<usize>, at: Instant) -> SignalState {

@@ -254,6 +254,7 @@ fn a_scrape_of_the_exposition_reads_what_the_policies_are_given() {
         targets: Vec::new(),
         model_name: None,
         prometheus: None,
+        requires: Default::default(),
     };
     let model = PodModel::default();
     let mut fleet = Fleet::new(model, 2, 0.0);

@@ -22,6 +22,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::names::{Engine, EngineMetrics, LabelledGauge};
+use super::required::{Missing, RequiredSignals};
 use super::select::{Combine, Selected, combine};
 use crate::source::context::SourceContext;
 use crate::source::error::SourceError;
@@ -42,6 +43,9 @@ pub struct EngineSource {
     /// capacity` with `prometheusAddress`); `targets` then holds only the
     /// Prometheus address, for the outbound check.
     pub prometheus: Option<Box<PodQueries>>,
+    /// Signals every pod must have, else it fails (part of the identity:
+    /// triggers needing other signals judge the same body differently).
+    pub requires: RequiredSignals,
 }
 
 /// Cumulative bucket counts of one histogram on one pod, bounds in seconds,
@@ -107,6 +111,17 @@ pub struct PodReading {
     /// Which series each signal was read from.
     #[serde(skip_serializing_if = "SeriesRead::is_empty")]
     pub read: SeriesRead,
+}
+
+impl PodReading {
+    /// The first signal of `requires` this pod lacks, if any.
+    pub fn lacks(&self, requires: RequiredSignals) -> Option<Missing> {
+        requires.missing(RequiredSignals {
+            running: self.running.is_some(),
+            kv_cache: self.kv_cache_usage.is_some(),
+            finished: self.finished_total.is_some(),
+        })
+    }
 }
 
 /// Which family and which of its series each signal of a pod came from, as
@@ -208,7 +223,7 @@ impl EngineSource {
     /// Resolve targets, scrape all pods concurrently, parse each.
     pub async fn read(&self, ctx: &SourceContext) -> Result<EngineReading, SourceError> {
         if let Some(q) = &self.prometheus {
-            let read = q.read_pods(self.engine, ctx).await?;
+            let read = q.read_pods(self.engine, self.requires, ctx).await?;
             return match read.failed.into_iter().next() {
                 Some(failure) => Err(failure.error),
                 None => Ok(read.reading),
@@ -375,22 +390,26 @@ impl EngineSource {
                 .map(|h| format!("{}_bucket summed over every series", h.family)),
             finished_total: finished.read(),
         };
-        Ok((
-            PodReading {
-                target: target.to_owned(),
-                waiting: waiting.value,
-                running: running.map(|r| r.value),
-                kv_cache_usage: kv.map(|k| k.value),
-                ttft,
-                finished_total,
-                // A bad token counter costs only the token unit (the
-                // request unit decides then), not the pod's reading.
-                generation_tokens_total: generated.total().ok().flatten(),
-                prompt_tokens_total: prompt.total().ok().flatten(),
-                read,
-            },
-            stats.malformed_lines,
-        ))
+        let pod = PodReading {
+            target: target.to_owned(),
+            waiting: waiting.value,
+            running: running.map(|r| r.value),
+            kv_cache_usage: kv.map(|k| k.value),
+            ttft,
+            finished_total,
+            // A bad token counter costs only the token unit (the
+            // request unit decides then), not the pod's reading.
+            generation_tokens_total: generated.total().ok().flatten(),
+            prompt_tokens_total: prompt.total().ok().flatten(),
+            read,
+        };
+        if let Some(missing) = pod.lacks(self.requires) {
+            let families = missing.families(&names);
+            return Err(parse_error(format!(
+                "{missing}: no {families} sample{model_note}{malformed_note}"
+            )));
+        }
+        Ok((pod, stats.malformed_lines))
     }
 }
 

@@ -1,15 +1,17 @@
 //! The Prometheus source: one PromQL instant query per source.
 //!
-//! Each query is its own source (and poller), keyed by server, query text and
-//! credentials profile, so a thousand ScaledObjects sharing a query cost one
-//! upstream query per interval. The source only reports the series it got;
-//! how an empty or multi-series result is read (summed, an error, or zero
-//! only when the replica count says no pods are up) is the evaluation's job,
-//! because it depends on which signal the query feeds.
+//! Each query is its own source (and poller), keyed by server, query text,
+//! credentials profile and the answer its signal needs, so a thousand
+//! ScaledObjects sharing a query cost one upstream query per interval. An
+//! answer that cannot be its signal (several series where one is meant, a
+//! value that is no count) fails the reading ([`answer`]); how an empty
+//! result is read (zero only when the replica count says no pods are up)
+//! is the evaluation's job, because it depends on another query's answer.
 //!
 //! | file | job |
 //! |---|---|
 //! | this one | one query, its response parsed |
+//! | [`answer`] | the shape of answer each signal needs |
 //! | [`defaults`] | the default queries from the engine's metric names |
 //! | [`pods`] | the per-pod queries of the `capacity` policy, read into the same [`EngineReading`](crate::source::EngineReading) a scrape gives |
 
@@ -23,12 +25,14 @@ use super::context::SourceContext;
 use super::error::{FailureKind, SourceError};
 use crate::guard::redact::redact;
 
+pub mod answer;
 mod defaults;
 mod pod_queries;
 pub mod pods;
 #[cfg(test)]
 mod tests;
 
+pub use answer::{Answer, AnswerProblem, SeriesValue};
 pub use defaults::{DefaultQueries, promql_string};
 pub use pod_queries::PodQueries;
 
@@ -41,25 +45,9 @@ pub struct PromQuery {
     pub query: String,
     /// Scaler-side credentials profile for this server (`authProfile`).
     pub auth_profile: Option<String>,
-}
-
-/// One series of a query result.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SeriesValue {
-    /// The series' labels, `{a="b",…}`, for explanations.
-    pub labels: String,
-    /// Its value (may be NaN, e.g. `histogram_quantile` over no requests).
-    #[serde(serialize_with = "serialize_value")]
-    pub value: f64,
-}
-
-fn serialize_value<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
-    if v.is_finite() {
-        s.serialize_f64(*v)
-    } else {
-        s.serialize_str(&v.to_string())
-    }
+    /// The answer the query's signal needs; another answer fails the
+    /// reading.
+    pub answer: Answer,
 }
 
 /// The result of one query.
@@ -129,10 +117,28 @@ impl PromQuery {
         redact(&format!("prometheus {} {}", self.address, self.query))
     }
 
-    /// Run the instant query once.
+    /// Run the instant query once; an answer its signal cannot read
+    /// ([`Answer`]) is a parse error.
     pub async fn read(&self, ctx: &SourceContext) -> Result<QueryReading, SourceError> {
         let body = self.fetch(ctx).await?;
-        self.parse_response(&body)
+        let reading = self.parse_response(&body)?;
+        self.check(&reading)?;
+        Ok(reading)
+    }
+
+    /// Refuse a reading that is not the answer this query's signal needs,
+    /// naming the key, the query and what is wrong, e.g. ``waitingQuery
+    /// `sum(w)` returned NaN for {}, not a count``.
+    pub fn check(&self, reading: &QueryReading) -> Result<(), SourceError> {
+        self.answer.check(&reading.series).map_err(|problem| {
+            let key = self.answer.key().unwrap_or("query");
+            // The query is redacted (as the label is): a matcher such as
+            // `token="…"` is credential-shaped.
+            SourceError::parse(
+                self.label(),
+                format!("{key} `{}` {problem}", redact(&self.query)),
+            )
+        })
     }
 
     /// Run the instant query once, its samples with their label maps.

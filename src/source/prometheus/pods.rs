@@ -7,9 +7,10 @@
 //! A pod whose waiting or running series is missing while other queries
 //! name it is a failed pod (its last reading held, then left out while a
 //! quorum reports, as for a scrape that failed), never a pod with 0
-//! requests. A pod without its finished counter is read as such
-//! (`finished_total: None`): the estimator then holds λ̂ and floors `D` at
-//! the backlog formula. Prometheus drops a series its target stopped
+//! requests; so is one without a KV or finished series the trigger
+//! requires ([`RequiredSignals`]). Otherwise a pod without its finished
+//! counter is read as such (`finished_total: None`): the estimator then
+//! holds λ̂ and floors `D` at the backlog formula. Prometheus drops a series its target stopped
 //! exporting at the next scrape (a staleness marker) or after its lookback
 //! (5 minutes by default), so a lost pod disappears from the answer rather
 //! than reading as zero.
@@ -21,11 +22,12 @@
 
 use std::collections::BTreeMap;
 
-use super::{PodQueries, PromQuery, Sample};
+use super::{Answer, PodQueries, PromQuery, Sample};
 use crate::source::context::SourceContext;
 use crate::source::engine::fanout::{PodFailure, PodsRead};
 use crate::source::engine::names::Engine;
 use crate::source::engine::pod::{Buckets, EngineReading, PodReading, SeriesRead};
+use crate::source::engine::required::{Missing, RequiredSignals};
 use crate::source::error::SourceError;
 
 /// What each query answered.
@@ -53,6 +55,8 @@ impl PodQueries {
             address: self.address.clone(),
             query: text.to_owned(),
             auth_profile: self.auth_profile.clone(),
+            // `reading` checks each pod's values.
+            answer: Answer::Raw,
         }
     }
 
@@ -75,6 +79,7 @@ impl PodQueries {
     pub async fn read_pods(
         &self,
         engine: Engine,
+        requires: RequiredSignals,
         ctx: &SourceContext,
     ) -> Result<PodsRead, SourceError> {
         let optional = |text: &Option<String>| {
@@ -112,14 +117,20 @@ impl PodQueries {
             kv_cache: kv_cache?,
             ttft: ttft?,
         };
-        self.reading(engine, &answers)
+        self.reading(engine, requires, &answers)
     }
 
     /// The answers as one engine reading: the pods that have every series
-    /// they need, and the others as failures. A series without the pod
-    /// label fails the reading (a query that aggregated it away cannot be
-    /// read per pod); so does an answer in which no pod could be read.
-    pub fn reading(&self, engine: Engine, answers: &PodAnswers) -> Result<PodsRead, SourceError> {
+    /// they need (`requires` among them), and the others as failures. A
+    /// series without the pod label fails the reading (a query that
+    /// aggregated it away cannot be read per pod); so does an answer in
+    /// which no pod could be read.
+    pub fn reading(
+        &self,
+        engine: Engine,
+        requires: RequiredSignals,
+        answers: &PodAnswers,
+    ) -> Result<PodsRead, SourceError> {
         let label = self.label();
         let key_of = |sample: &Sample, query: &str| -> Result<String, SourceError> {
             let Some(pod) = sample.metric.get(&self.pod_label) else {
@@ -233,7 +244,7 @@ impl PodQueries {
                     .and_then(|t| count(t))
             };
             let ttft = ttft.remove(name.as_str()).and_then(buckets);
-            pods.push(PodReading {
+            let pod = PodReading {
                 target: name.clone(),
                 waiting: w,
                 running: r,
@@ -251,7 +262,23 @@ impl PodQueries {
                 finished_total,
                 generation_tokens_total: token_total(&generated),
                 prompt_tokens_total: token_total(&prompt),
-            });
+            };
+            if let Some(missing) = pod.lacks(requires) {
+                let query = match missing {
+                    Missing::Running => self.running.as_deref(),
+                    Missing::KvCache => self.kv_cache.as_deref(),
+                    Missing::Finished => Some(self.finished.as_str()),
+                };
+                let detail = match query {
+                    Some(q) => format!(
+                        "{missing}: no valid series in `{q}` (not scraped, stale, or not a number ≥ 0)"
+                    ),
+                    None => format!("{missing}: engine `{engine}` has no query for it"),
+                };
+                failed.push(fail(name, detail));
+                continue;
+            }
+            pods.push(pod);
         }
         if pods.is_empty() {
             return Err(match failed.first() {

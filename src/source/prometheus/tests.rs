@@ -6,6 +6,7 @@ fn query() -> PromQuery {
         address: Url::parse("http://127.0.0.1:9090").expect("url"),
         query: "sum(x)".into(),
         auth_profile: None,
+        answer: Answer::Raw,
     }
 }
 
@@ -139,4 +140,33 @@ fn default_token_queries_are_raw_counters_per_pod_where_the_engine_has_them() {
         assert_eq!(q.pod_generation_tokens("pod"), None, "{engine}");
         assert_eq!(q.pod_prompt_tokens("pod"), None, "{engine}");
     }
+}
+
+#[test]
+fn an_answer_its_signal_cannot_read_is_a_parse_error_naming_key_and_query() {
+    let waiting = PromQuery {
+        query: r#"sum(w{token="S3CRET"})"#.into(),
+        answer: Answer::Summed("waitingQuery"),
+        ..query()
+    };
+    let nan = waiting
+        .parse_response(r#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1.5,"NaN"]}]}}"#)
+        .expect("parses");
+    let err = waiting.check(&nan).expect_err("NaN is no count");
+    assert_eq!(err.kind(), FailureKind::Parse);
+    assert_eq!(
+        err.to_string(),
+        r#"prometheus http://127.0.0.1:9090/ sum(w{token="[redacted]"}): waitingQuery `sum(w{token="[redacted]"})` returned NaN for {}, not a count"#
+    );
+    // The same answer is a valid TTFT quantile (no requests in the window).
+    let ttft = PromQuery {
+        answer: Answer::Quantile("ttftQuery"),
+        ..waiting.clone()
+    };
+    assert!(ttft.check(&nan).is_ok());
+    // Empty is the evaluation's to judge (replicasQuery may say 0).
+    let empty = waiting
+        .parse_response(r#"{"status":"success","data":{"resultType":"vector","result":[]}}"#)
+        .expect("parses");
+    assert!(waiting.check(&empty).is_ok());
 }

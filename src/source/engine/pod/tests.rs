@@ -27,6 +27,7 @@ fn source(engine: Engine, model: Option<&str>) -> EngineSource {
         targets: vec![],
         model_name: model.map(str::to_owned),
         prometheus: None,
+        requires: RequiredSignals::default(),
     }
 }
 
@@ -44,6 +45,83 @@ fn sums_engines_and_filters_models() {
         .parse_pod("t", BODY)
         .expect("parses");
     assert_eq!((pod.waiting, pod.running), (13.0, Some(37.0)));
+}
+
+#[test]
+fn a_pod_without_a_required_signal_is_a_parse_error_naming_it() {
+    let body = |skip: &str| -> String {
+        BODY.lines()
+            .filter(|l| !l.contains(skip))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    };
+    let requiring = |requires: RequiredSignals| EngineSource {
+        requires,
+        ..source(Engine::Vllm, Some("a"))
+    };
+    let running = RequiredSignals {
+        running: true,
+        ..RequiredSignals::default()
+    };
+    let kv = RequiredSignals {
+        kv_cache: true,
+        ..RequiredSignals::default()
+    };
+    let finished = RequiredSignals {
+        finished: true,
+        ..RequiredSignals::default()
+    };
+    // Not required: the pod reads without it.
+    let (pod, _) = source(Engine::Vllm, Some("a"))
+        .parse_pod("t", &body("num_requests_running"))
+        .expect("R is optional");
+    assert_eq!(pod.running, None);
+    for (requires, skip, text) in [
+        (
+            running,
+            "num_requests_running",
+            "t: no running-requests gauge (runningPerReplica is set): no vllm:num_requests_running sample with model_name=\"a\"",
+        ),
+        (
+            kv,
+            "kv_cache_usage_perc",
+            "t: no KV-cache usage gauge (kvCacheTarget is set): no vllm:kv_cache_usage_perc or vllm:gpu_cache_usage_perc sample with model_name=\"a\"",
+        ),
+        (
+            finished,
+            // BODY has no finished counter at all.
+            "nothing to skip",
+            "t: no finished-requests counter (policy capacity needs it with learnDrainRate: false): no vllm:request_success_total sample with model_name=\"a\"",
+        ),
+    ] {
+        let err = requiring(requires)
+            .parse_pod("t", &body(skip))
+            .expect_err(text);
+        assert_eq!(err.kind(), FailureKind::Parse, "{err}");
+        assert_eq!(err.to_string(), text);
+    }
+    // Present, it reads as before.
+    let every = RequiredSignals {
+        running: true,
+        kv_cache: true,
+        finished: false,
+    };
+    let (pod, _) = requiring(every).parse_pod("t", BODY).expect("has R and KV");
+    assert_eq!(pod.running, Some(7.0));
+    // Triton names its labelled gauge first.
+    let triton = EngineSource {
+        requires: kv,
+        ..source(Engine::Triton, None)
+    };
+    let err = triton
+        .parse_pod("t", "nv_inference_pending_request_count 1\n")
+        .expect_err("no KV");
+    assert!(
+        err.to_string().ends_with(
+            "no nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type=\"fraction\"} sample"
+        ),
+        "{err}"
+    );
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! The answers → per-pod reading mapping, as tables.
 
 use super::*;
+use crate::source::error::FailureKind;
 use reqwest::Url;
 
 fn queries() -> PodQueries {
@@ -149,7 +150,7 @@ fn answers_become_the_pods_a_scrape_would_give() {
     ];
     for (name, answers, pods, failed) in rows {
         let read = queries()
-            .reading(Engine::Vllm, &answers)
+            .reading(Engine::Vllm, RequiredSignals::default(), &answers)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         let got: Vec<_> = read
             .reading
@@ -180,11 +181,17 @@ fn answers_become_the_pods_a_scrape_would_give() {
 fn no_pod_or_no_pod_label_fails_the_reading() {
     let q = queries();
     let empty = answers(&[], &[], &[], &[]);
-    let err = q.reading(Engine::Vllm, &empty).expect_err("no pods");
+    let err = q
+        .reading(Engine::Vllm, RequiredSignals::default(), &empty)
+        .expect_err("no pods");
     assert!(err.to_string().contains("no pod in `W`"), "{err}");
     // Every pod failed: the first one's reason.
     let err = q
-        .reading(Engine::Vllm, &answers(&[], &[("a", 1.0)], &[], &[]))
+        .reading(
+            Engine::Vllm,
+            RequiredSignals::default(),
+            &answers(&[], &[("a", 1.0)], &[], &[]),
+        )
         .expect_err("all failed");
     assert!(err.to_string().contains("no series in `W`"), "{err}");
     // A query that summed the pod label away cannot be read per pod.
@@ -193,7 +200,9 @@ fn no_pod_or_no_pod_label_fails_the_reading() {
         metric: BTreeMap::new(),
         value: 4.0,
     }];
-    let err = q.reading(Engine::Vllm, &bad).expect_err("no pod label");
+    let err = q
+        .reading(Engine::Vllm, RequiredSignals::default(), &bad)
+        .expect_err("no pod label");
     assert!(
         err.to_string().contains("has no `pod` label") && err.to_string().contains("podLabel"),
         "{err}"
@@ -207,7 +216,9 @@ fn no_pod_or_no_pod_label_fails_the_reading() {
     {
         sample.metric.remove("namespace");
     }
-    let read = q.reading(Engine::Vllm, &plain).expect("valid");
+    let read = q
+        .reading(Engine::Vllm, RequiredSignals::default(), &plain)
+        .expect("valid");
     assert_eq!(read.reading.pods[0].target, "a");
 }
 
@@ -229,7 +240,9 @@ fn ttft_buckets_per_pod_are_sorted_scaled_and_checked() {
         bucket("c", "0.1", 5.0),
         bucket("c", "+Inf", 4.0),
     ]);
-    let read = queries().reading(Engine::Vllm, &a).expect("valid");
+    let read = queries()
+        .reading(Engine::Vllm, RequiredSignals::default(), &a)
+        .expect("valid");
     let ttft: Vec<Option<Buckets>> = read.reading.pods.iter().map(|p| p.ttft.clone()).collect();
     assert_eq!(
         ttft[0],
@@ -243,7 +256,9 @@ fn ttft_buckets_per_pod_are_sorted_scaled_and_checked() {
     // Triton's histogram is in milliseconds.
     let mut t = answers(&[("a", 0.0)], &[("a", 0.0)], &[], &[]);
     t.ttft = Some(vec![bucket("a", "100", 1.0), bucket("a", "+Inf", 2.0)]);
-    let read = queries().reading(Engine::Triton, &t).expect("valid");
+    let read = queries()
+        .reading(Engine::Triton, RequiredSignals::default(), &t)
+        .expect("valid");
     let b = read.reading.pods[0].ttft.as_ref().expect("buckets");
     assert!((b.bounds[0] - 0.1).abs() < 1e-12, "{b:?}");
 }
@@ -257,7 +272,9 @@ fn token_counters_are_read_per_pod_and_never_fail_a_pod() {
     // second generated series is not a count.
     a.generation_tokens = tokens(&[("a", 500.0), ("b", 70.0), ("b", -1.0), ("c", 9.0)]);
     a.prompt_tokens = tokens(&[("a", 1000.0), ("a", 24.0), ("c", 9.0)]);
-    let read = queries().reading(Engine::Vllm, &a).expect("valid");
+    let read = queries()
+        .reading(Engine::Vllm, RequiredSignals::default(), &a)
+        .expect("valid");
     let got: Vec<_> = read
         .reading
         .pods
@@ -290,7 +307,9 @@ fn token_counters_are_read_per_pod_and_never_fail_a_pod() {
         let mut a = answers(both, both, both, &[]);
         a.generation_tokens = broken.clone();
         a.prompt_tokens = broken;
-        let read = queries().reading(Engine::Vllm, &a).expect(name);
+        let read = queries()
+            .reading(Engine::Vllm, RequiredSignals::default(), &a)
+            .expect(name);
         assert_eq!(read.reading.pods.len(), 2, "{name}");
         for p in &read.reading.pods {
             assert_eq!(p.generation_tokens_total, None, "{name}");
@@ -298,4 +317,65 @@ fn token_counters_are_read_per_pod_and_never_fail_a_pod() {
             assert!(p.finished_total.is_some(), "{name}");
         }
     }
+}
+
+#[test]
+fn a_pod_without_a_required_kv_or_finished_series_is_a_failed_pod() {
+    // a has every series; b lacks KV, c its finished counter, d has a KV
+    // value that is no fraction.
+    let every = &[("a", 1.0), ("b", 1.0), ("c", 1.0), ("d", 1.0)];
+    let a = answers(
+        every,
+        every,
+        &[("a", 5.0), ("b", 5.0), ("d", 5.0)],
+        &[("a", 0.5), ("c", 0.5), ("d", f64::NAN)],
+    );
+    // Not required: b and d read without KV, c without its counter.
+    let read = queries()
+        .reading(Engine::Vllm, RequiredSignals::default(), &a)
+        .expect("valid");
+    assert_eq!(read.reading.pods.len(), 4);
+    assert!(read.failed.is_empty(), "{:?}", read.failed);
+    let required = RequiredSignals {
+        running: true,
+        kv_cache: true,
+        finished: true,
+    };
+    let read = queries()
+        .reading(Engine::Vllm, required, &a)
+        .expect("a reads");
+    let pods: Vec<&str> = read
+        .reading
+        .pods
+        .iter()
+        .map(|p| p.target.as_str())
+        .collect();
+    assert_eq!(pods, ["ns/a"]);
+    let failed: Vec<(&str, String)> = read
+        .failed
+        .iter()
+        .map(|f| (f.target.as_str(), f.error.to_string()))
+        .collect();
+    assert_eq!(
+        failed,
+        [
+            (
+                "ns/b",
+                "ns/b: no KV-cache usage gauge (kvCacheTarget is set): no valid series in `KV` (not scraped, stale, or not a number ≥ 0)".to_owned()
+            ),
+            (
+                "ns/c",
+                "ns/c: no finished-requests counter (policy capacity needs it with learnDrainRate: false): no valid series in `F` (not scraped, stale, or not a number ≥ 0)".to_owned()
+            ),
+            (
+                "ns/d",
+                "ns/d: no KV-cache usage gauge (kvCacheTarget is set): no valid series in `KV` (not scraped, stale, or not a number ≥ 0)".to_owned()
+            ),
+        ]
+    );
+    assert!(
+        read.failed
+            .iter()
+            .all(|f| f.error.kind() == FailureKind::Parse)
+    );
 }
