@@ -371,39 +371,3 @@ impl Controller {
         }
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::sim::run::SimConfig;
-
-    /// The seed article's triggers as it wrote them: waiting 10, running 32
-    /// (not the engine's batch limit this scaler's `runningPerReplica`
-    /// copies), TTFT p95 over 1 min against 2 s.
-    #[test]
-    fn the_seed_asks_for_the_articles_literal_targets() {
-        let settings = SimConfig::default().policy;
-        assert_eq!(settings.running_per_replica, 256.0);
-        let Ok(Controller::Prometheus(triggers)) =
-            Controller::new(PolicyKind::Seed, &settings, 0, Instant::now(), false)
-        else {
-            panic!("the seed reads Prometheus");
-        };
-        let targets: Vec<(PromQuery, Target)> =
-            triggers.iter().map(|t| (t.query, t.target)).collect();
-        assert_eq!(
-            targets,
-            [
-                (PromQuery::Waiting, Target::AverageValue(10.0)),
-                (PromQuery::Running, Target::AverageValue(32.0)),
-                (
-                    PromQuery::TtftQuantile {
-                        quantile: 0.95,
-                        window_seconds: 60.0
-                    },
-                    Target::Value(2.0)
-                ),
-            ]
-        );
-    }
-}
