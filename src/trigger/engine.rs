@@ -95,12 +95,15 @@ pub fn prometheus_address(md: &Metadata<'_>, errors: &mut Vec<MetadataError>) ->
         .filter(|_| {
             !raw.split_once("://")
                 .is_some_and(|(_, rest)| rest.starts_with('/'))
-        });
+        })
+        // The URL parser percent-encodes a space, so `… Bearer x` would be
+        // accepted and shown encoded; refused as the scrape targets are.
+        .filter(|_| !raw.chars().any(|c| c.is_whitespace() || c.is_control()));
     if valid.is_none() {
         errors.push(invalid(
             sent,
             raw,
-            "an http(s)://HOST:PORT URL of a Prometheus API, without credentials",
+            "an http(s)://HOST:PORT URL of a Prometheus API, without credentials or spaces",
         ));
     }
     valid

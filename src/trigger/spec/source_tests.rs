@@ -71,6 +71,12 @@ fn an_invalid_source_reports_only_its_own_errors() {
             1,
         ),
         (
+            &[("prometheusAddress", "http://p:9090/ Bearer s3cret"), T],
+            &["prometheusAddress", "without credentials or spaces"],
+            &[REQUIRED, PER_POD, "s3cret"],
+            1,
+        ),
+        (
             &[("serverAddress", "http://u:pw@p:9090"), T],
             &["serverAddress", "without credentials"],
             &[REQUIRED, PER_POD, "pw@"],
