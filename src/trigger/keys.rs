@@ -90,7 +90,8 @@ pub const POD_RUNNING_QUERY: &str = "podRunningQuery";
 /// handles restarts). Default
 /// `sum by (namespace, pod) (vllm:request_success_total{…})` (the engine's
 /// finished counters). A pod missing here keeps λ̂ where it was and floors
-/// `B` at the backlog formula (UNAVAILABLE with `learnDrainRate: false`).
+/// `B` at the backlog formula (with `learnDrainRate: false` it is a failed
+/// pod: held, then left out).
 pub const POD_FINISHED_QUERY: &str = "podFinishedQuery";
 /// `capacity` on the PromQL path: generated tokens per pod, the raw counter
 /// as `podFinishedQuery`. Default `sum by (namespace, pod)
