@@ -256,9 +256,14 @@ async fn probe_and_fuse(
     let mut failed = false;
     // The server's bound on one poll of this trigger, so that a source too
     // slow for the server is too slow here (not the HTTP client's cap).
-    let timeout = crate::runtime::poller::read_timeout(spec.poll_interval);
+    let poll_timeout = crate::runtime::poller::read_timeout(spec.poll_interval);
     for source in spec.sources() {
         let started = Instant::now();
+        // The server gives each engine pod its share of the poll's time.
+        let timeout = match &source {
+            SourceSpec::Engine(_) => poll_timeout.mul_f64(crate::runtime::retry::POD_SHARE),
+            _ => poll_timeout,
+        };
         let result = match tokio::time::timeout(
             timeout,
             crate::runtime::poller::read_once(&source, ctx, &mut SourceMemory::default()),

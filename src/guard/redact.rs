@@ -167,7 +167,8 @@ fn redact_parameters(value: &str) -> String {
         let starts = i == 0
             || matches!(
                 bytes[i - 1],
-                b'?' | b'&' | b';' | b',' | b'{' | b'(' | b'"' | b'\'' | b'`'
+                // `#`: a fragment can hold `access_token=…` (OAuth's implicit flow).
+                b'?' | b'#' | b'&' | b';' | b',' | b'{' | b'(' | b'"' | b'\'' | b'`'
             )
             || bytes[i - 1].is_ascii_whitespace();
         if !starts {

@@ -21,7 +21,7 @@ use crate::source::spec::{Reading, SourceMemory, SourceSpec};
 /// Each pod's scrape may take at most this share of the time left: a pod
 /// that hangs fails on its own, before the whole reading times out and
 /// takes every other pod's answer with it.
-const POD_SHARE: f64 = 0.9;
+pub(crate) const POD_SHARE: f64 = 0.9;
 
 /// What one poll got, and how many retries it took.
 #[derive(Debug)]

@@ -23,6 +23,11 @@ fn userinfo_of_any_scheme_is_redacted() {
         // A password holding `@`, `,` or `?`-free punctuation stays hidden whole.
         ("amqp://u:pa@ss@h:5672/v", "amqp://[redacted]@h:5672/v"),
         ("http://u:a,b@h:1/m", "http://[redacted]@h:1/m"),
+        // A credential in a fragment (OAuth's implicit flow writes it there).
+        (
+            "http://h:1/metrics#access_token=T0KEN",
+            "http://h:1/metrics#access_token=[redacted]",
+        ),
     ] {
         assert_eq!(redact(raw), expected, "{raw}");
     }
