@@ -174,17 +174,23 @@ async fn bad_metadata_is_invalid_argument_naming_the_key() {
     server.shutdown().await;
 }
 
-/// An empty name or namespace is a hand-written probe (KEDA always sends
-/// both): refused, never registered as a trigger named `/`.
+/// A name or namespace no Kubernetes object can have is a hand-written probe
+/// (KEDA always sends real ones): refused, never registered as a trigger
+/// named `/` or one whose `ns/evil` + `x` reads as `ns` + `evil/x`.
 #[tokio::test]
-async fn an_empty_name_or_namespace_is_invalid_argument() {
+async fn a_name_no_kubernetes_object_has_is_invalid_argument() {
     let server = start_server(ScalerConfig::default()).await;
     let mut client = client(&server).await;
     let metadata = [
         ("vllmTargets", "http://127.0.0.1:1/metrics"),
         ("targetBacklogPerReplica", "10"),
     ];
-    for (name, namespace, field) in [("", "default", "name"), ("x", "", "namespace")] {
+    for (name, namespace, field, problem) in [
+        ("", "default", "name", "is empty"),
+        ("x", "", "namespace", "is empty"),
+        ("x", "ns/evil", "namespace", "holds a `/`"),
+        (" ", "default", "name", "holds a `/`, whitespace"),
+    ] {
         let mut object = object(name, &metadata);
         object.namespace = namespace.to_owned();
         let status = client.get_metric_spec(object).await.expect_err("refused");
@@ -192,7 +198,7 @@ async fn an_empty_name_or_namespace_is_invalid_argument() {
         assert!(
             status
                 .message()
-                .contains(&format!("scaledObjectRef.{field} is empty")),
+                .contains(&format!("scaledObjectRef.{field} {problem}")),
             "{}",
             status.message()
         );

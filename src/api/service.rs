@@ -60,11 +60,10 @@ impl ScalerService {
             namespace,
             scaler_metadata,
         } = object;
-        if name.is_empty() {
-            return Err(ScalerError::EmptyRef { field: "name" });
-        }
-        if namespace.is_empty() {
-            return Err(ScalerError::EmptyRef { field: "namespace" });
+        for (field, value) in [("name", &name), ("namespace", &namespace)] {
+            if let Some(problem) = not_a_kubernetes_name(value) {
+                return Err(ScalerError::BadRef { field, problem });
+            }
         }
         self.cache
             .get_or_register(namespace.clone(), name.clone(), scaler_metadata)
@@ -308,5 +307,23 @@ impl ExternalScaler for ScalerService {
     ) -> Result<Response<GetMetricsResponse>, Status> {
         let result = self.get_metrics_inner(request.into_inner()).await;
         self.finish("GetMetrics", result)
+    }
+}
+
+/// Why `value` cannot be a Kubernetes object name or namespace, if it cannot.
+/// Deliberately loose (no case or character-set rule): only what would make
+/// two triggers' `namespace/name` ambiguous or a message unreadable.
+fn not_a_kubernetes_name(value: &str) -> Option<&'static str> {
+    if value.is_empty() {
+        Some("is empty")
+    } else if value.len() > 253 {
+        Some("is longer than 253 bytes")
+    } else if value
+        .chars()
+        .any(|c| c == '/' || c.is_whitespace() || c.is_control())
+    {
+        Some("holds a `/`, whitespace or a control character")
+    } else {
+        None
     }
 }

@@ -11,15 +11,19 @@ pub enum ScalerError {
     /// The request carries no `scaledObjectRef`.
     #[error("the request has no scaledObjectRef")]
     MissingRef,
-    /// The `scaledObjectRef` has an empty `name` or `namespace`: KEDA always
-    /// sends both, so this is a hand-written probe; refusing it keeps such a
-    /// probe from registering a trigger named `/`.
+    /// The `scaledObjectRef`'s `name` or `namespace` cannot be a Kubernetes
+    /// name (empty, a `/`, whitespace, over 253 bytes): KEDA always sends
+    /// real ones, so this is a hand-written probe; refusing it keeps such a
+    /// probe from registering a trigger named `/`, or `ns/evil` + `x` that
+    /// reads as `ns` + `evil/x`. The value is not echoed.
     #[error(
-        "scaledObjectRef.{field} is empty: KEDA sends the ScaledObject's name and namespace, and a probe must too"
+        "scaledObjectRef.{field} {problem}: KEDA sends the ScaledObject's name and namespace (Kubernetes names), and a probe must too"
     )]
-    EmptyRef {
+    BadRef {
         /// `name` or `namespace`.
         field: &'static str,
+        /// What is wrong with it.
+        problem: &'static str,
     },
     /// The trigger was not registered: invalid metadata, a target the
     /// outbound allowlist refuses, a credential profile it may not use, the
@@ -60,7 +64,7 @@ pub enum ScalerError {
 impl From<ScalerError> for Status {
     fn from(error: ScalerError) -> Status {
         let code = match &error {
-            ScalerError::MissingRef | ScalerError::EmptyRef { .. } => Code::InvalidArgument,
+            ScalerError::MissingRef | ScalerError::BadRef { .. } => Code::InvalidArgument,
             ScalerError::NotRegistered { error, .. } => match error.as_ref() {
                 RegisterError::Metadata(_) | RegisterError::Profile(_) => Code::InvalidArgument,
                 RegisterError::Denied(_) | RegisterError::ProfileDenied(_) => {

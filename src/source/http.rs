@@ -98,9 +98,20 @@ impl IpFamily {
     }
 }
 
+/// The longest target URL accepted.
+pub const MAX_TARGET_BYTES: usize = 2048;
+
 impl ScrapeTarget {
     /// Parse one list entry. The error says what is allowed.
     pub fn parse(entry: &str) -> Result<ScrapeTarget, String> {
+        // Every target is shown in labels, logs and `/explain`: a 100 KB one
+        // would make each of them 100 KB. No metrics URL is near this long.
+        if entry.len() > MAX_TARGET_BYTES {
+            return Err(format!(
+                "a URL of at most {MAX_TARGET_BYTES} bytes (this one has {}); {EXPECTED}",
+                entry.len()
+            ));
+        }
         // URL parsers percent-encode a space and delete tabs and newlines,
         // so `http://h/metrics Bearer abc` would be accepted and its tail
         // scraped and shown as path (`%20Bearer%20abc`). A target is one

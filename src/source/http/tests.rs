@@ -23,6 +23,18 @@ fn rejects_what_cannot_be_scraped() {
     }
 }
 
+/// Every target is shown in labels, logs and `/explain`: one longer than
+/// any metrics URL is refused, and the longest allowed is accepted.
+#[test]
+fn a_target_longer_than_the_limit_is_refused() {
+    let long = format!("http://h:1/{}", "a".repeat(MAX_TARGET_BYTES));
+    let err = ScrapeTarget::parse(&long).expect_err("too long");
+    assert!(err.contains("at most 2048 bytes"), "{err}");
+    let longest = format!("http://h:1/{}", "a".repeat(MAX_TARGET_BYTES - 11));
+    assert_eq!(longest.len(), MAX_TARGET_BYTES);
+    assert!(ScrapeTarget::parse(&longest).is_ok());
+}
+
 /// URL parsers percent-encode a space and delete tabs and newlines, so a
 /// header pasted after a target (`… Bearer abc`) would be scraped, and
 /// shown, as part of the path: whitespace and control characters are
