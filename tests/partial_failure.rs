@@ -103,16 +103,6 @@ fn trigger(name: &str, targets: &str) -> ScaledObjectRef {
     )
 }
 
-async fn value(
-    client: &mut ExternalScalerClient<Channel>,
-    object: &ScaledObjectRef,
-) -> Result<f64, tonic::Status> {
-    client
-        .get_metrics(metrics_request(object, ""))
-        .await
-        .map(|r| r.into_inner().metric_values[0].metric_value_float)
-}
-
 async fn explain(server: &RunningServer, name: &str) -> serde_json::Value {
     let (_, body) = http_get(&format!("http://{}/explain?name={name}", server.http_addr)).await;
     let json: serde_json::Value = serde_json::from_str(&body).expect("JSON");
@@ -305,12 +295,7 @@ async fn two_failing_pods_of_three_are_below_the_quorum_and_unavailable() {
     let server = start_server(ScalerConfig::default()).await;
     let mut client = client(&server).await;
     let object = trigger("minority", &targets(&pods));
-    let first = eventually(Duration::from_secs(10), || {
-        let mut client = client.clone();
-        let object = object.clone();
-        async move { value(&mut client, &object).await.ok() }
-    })
-    .await;
+    let first = first_value(&client, &object).await;
     assert_eq!(first, Some(10.0));
 
     pods[1].set_status_override(Some(503));
@@ -377,12 +362,7 @@ async fn two_failing_pods_of_three_are_below_the_quorum_and_unavailable() {
 
     // With one of the two back, 2 of 3 report again.
     pods[1].set_status_override(None);
-    let back = eventually(Duration::from_secs(10), || {
-        let mut client = client.clone();
-        let object = object.clone();
-        async move { value(&mut client, &object).await.ok() }
-    })
-    .await;
+    let back = first_value(&client, &object).await;
     assert_eq!(back, Some(7.5), "(2 + 3) · 3/2");
     server.shutdown().await;
 }

@@ -12,20 +12,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use backlog_scaler::fake::FakeVllmPod;
-use backlog_scaler::proto::ScaledObjectRef;
-use backlog_scaler::proto::external_scaler_client::ExternalScalerClient;
 use common::*;
-use tonic::transport::Channel;
-
-async fn value(
-    client: &mut ExternalScalerClient<Channel>,
-    object: &ScaledObjectRef,
-) -> Result<f64, tonic::Status> {
-    client
-        .get_metrics(metrics_request(object, ""))
-        .await
-        .map(|r| r.into_inner().metric_values[0].metric_value_float)
-}
 
 /// The pod's current exposition without the lines naming `family`.
 fn without(pod: &FakeVllmPod, family: &str) -> String {
@@ -58,12 +45,7 @@ async fn a_pod_without_the_running_gauge_is_that_pods_parse_failure_held_then_le
             ("maxSignalAgeSeconds", "3"),
         ],
     );
-    let first = eventually(Duration::from_secs(10), || {
-        let mut client = client.clone();
-        let object = object.clone();
-        async move { value(&mut client, &object).await.ok() }
-    })
-    .await;
+    let first = first_value(&client, &object).await;
     assert_eq!(first, Some(15.0));
 
     let sick = pods[1].metrics_url();
@@ -135,12 +117,7 @@ async fn a_lone_pod_without_the_kv_gauge_is_a_parse_error_held_then_unavailable(
             ("maxSignalAgeSeconds", "3"),
         ],
     );
-    let first = eventually(Duration::from_secs(10), || {
-        let mut client = client.clone();
-        let object = object.clone();
-        async move { value(&mut client, &object).await.ok() }
-    })
-    .await;
+    let first = first_value(&client, &object).await;
     // max(W = 2, T·n·kv/target = 10·1·0.5/0.8 = 6.25).
     assert_eq!(first, Some(6.25));
 

@@ -86,6 +86,30 @@ pub fn metrics_request(object: &ScaledObjectRef, metric_name: &str) -> GetMetric
     }
 }
 
+/// GetMetrics' value for `object` (its first metric), or the status.
+pub async fn value(
+    client: &mut ExternalScalerClient<Channel>,
+    object: &ScaledObjectRef,
+) -> Result<f64, tonic::Status> {
+    client
+        .get_metrics(metrics_request(object, ""))
+        .await
+        .map(|r| r.into_inner().metric_values[0].metric_value_float)
+}
+
+/// The first value `object` answers within 10 s (its cold start), if any.
+pub async fn first_value(
+    client: &ExternalScalerClient<Channel>,
+    object: &ScaledObjectRef,
+) -> Option<f64> {
+    eventually(Duration::from_secs(10), || {
+        let mut client = client.clone();
+        let object = object.clone();
+        async move { value(&mut client, &object).await.ok() }
+    })
+    .await
+}
+
 /// Poll `f` every 50 ms until it returns Some or `timeout` passes.
 pub async fn eventually<T, F, Fut>(timeout: Duration, mut f: F) -> Option<T>
 where
