@@ -124,34 +124,6 @@ fn redact_round(raw: &str) -> String {
     redact_words(&text)
 }
 
-/// `scheme://user:password@host…` → `scheme://[redacted]@host…`, for every
-/// `://` in `value` (a comma-separated list holds several URLs), reading
-/// each URL's authority by the book: it ends at the first `/`, `?` or `#`,
-/// so a path's `@` is kept. [`redact`] goes further (any scheme separator,
-/// any `@` of the entry) and is what outputs use; this narrower rule is
-/// for a value already known to be one well-formed URL.
-pub fn redact_userinfo(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    let mut copied = 0;
-    let mut search = 0;
-    while let Some(found) = value[search..].find("://") {
-        let authority_start = search + found + 3;
-        let rest = &value[authority_start..];
-        // The authority ends at the path, query or fragment; a password
-        // holding `@` or `,` stays inside it, so the LAST `@` ends userinfo.
-        let authority_len = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-        if let Some(at) = rest[..authority_len].rfind('@') {
-            out.push_str(&value[copied..authority_start]);
-            out.push_str(REDACTED);
-            copied = authority_start + at;
-        }
-        // The next URL's `://` may start where this authority ends.
-        search = authority_start;
-    }
-    out.push_str(&value[copied..]);
-    out
-}
-
 /// `…name=value…` → `…name=[redacted]…` for credential-like names. A
 /// parameter starts the value or follows `?`, `&`, `;`, `,`, `{`, `(`, a
 /// quote or whitespace. A quoted value (`"…"`, `'…'`, or `\"…\"` inside

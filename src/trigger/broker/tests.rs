@@ -2,7 +2,6 @@
 
 use super::{BrokerTrigger, parse_metadata};
 use crate::guard::credentials::Profiles;
-use crate::guard::redact::redact_userinfo;
 use crate::source::broker::BrokerSource;
 use crate::source::broker::kafka::OffsetResetPolicy;
 use crate::source::broker::rabbitmq::Protocol;
@@ -302,12 +301,6 @@ fn mistakes_name_the_key_the_value_and_what_is_allowed() {
 
 #[test]
 fn urls_in_errors_lose_their_credentials() {
-    assert_eq!(
-        redact_userinfo("amqp://user:pa@ss@h:5672/v?x=@"),
-        "amqp://[redacted]@h:5672/v?x=@"
-    );
-    assert_eq!(redact_userinfo("http://h:1/a@b"), "http://h:1/a@b");
-    assert_eq!(redact_userinfo("jobs"), "jobs");
     let text = err(&[
         ("rabbitmqHost", "amqp://guest:Sup3rS3cret@h:5672"),
         ("queueName", "q"),
