@@ -361,3 +361,90 @@ fn simulate_takes_the_scale_down_window_and_the_warm_start() {
         );
     }
 }
+
+/// `simulate … | head` closes stdout early: the command ends quietly (no panic, exit 0) and
+/// still writes its files; a stdout that fails otherwise (a full disk) is an error.
+#[test]
+fn a_closed_stdout_is_not_a_crash() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().to_str().expect("utf8");
+    let args = [
+        "simulate",
+        "--scenario",
+        "step",
+        "--policy",
+        "default",
+        "--seeds",
+        "1",
+        "--duration-minutes",
+        "10",
+        "--out",
+        out,
+    ];
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("binary runs");
+    // The reader goes away before the first line: every write meets a closed pipe.
+    drop(child.stdout.take());
+    let output = child.wait_with_output().expect("simulate ends");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        dir.path().join("summary.md").exists(),
+        "files still written"
+    );
+
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    let output = Command::new(BIN)
+        .args(args)
+        .stdout(full)
+        .output()
+        .expect("binary runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("cannot write to standard output: No space left on device"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+/// `demo | head`: once nobody reads the live view, the demo stops as Ctrl-C would.
+#[test]
+fn demo_ends_when_its_reader_goes_away() {
+    let mut child = Command::new(BIN)
+        .args([
+            "demo",
+            "--grpc-addr",
+            "127.0.0.1:0",
+            "--http-addr",
+            "127.0.0.1:0",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("binary runs");
+    drop(child.stdout.take());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("demo kept running with nobody reading its output");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let output = child.wait_with_output().expect("output");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(status.success(), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

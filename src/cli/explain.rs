@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use super::explain_view;
+use super::stdout::{out, outln};
 
 /// How `explain` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,11 +66,11 @@ pub(super) async fn explain(
     match body.map(|b| serde_json::from_str::<serde_json::Value>(&b)) {
         Ok(Ok(json)) => {
             match format {
-                ExplainFormat::Json => println!(
+                ExplainFormat::Json => outln!(
                     "{}",
                     serde_json::to_string_pretty(&json).unwrap_or_else(|_| json.to_string())
                 ),
-                ExplainFormat::Text => print!("{}", explain_view::render(&json)),
+                ExplainFormat::Text => out!("{}", explain_view::render(&json)),
             }
             ExitCode::SUCCESS
         }

@@ -10,6 +10,7 @@
 //! | `serve`, `explain`, [`check`], [`demo`], [`simulate`] | one command each |
 //! | `explain_view` | `explain`'s text view of the `/explain` JSON |
 //! | `logging` | the tracing subscriber ([`init_logging`]) |
+//! | `stdout` | `out!`/`outln!`: printing that a closed pipe does not crash |
 
 mod args;
 pub mod check;
@@ -20,6 +21,7 @@ mod logging;
 mod run;
 mod serve;
 pub mod simulate;
+mod stdout;
 
 pub use args::{Cli, Command, LogFormat};
 pub use logging::init_logging;

@@ -35,7 +35,7 @@ pub fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(run(cli.command))
+    super::stdout::exit_code(runtime.block_on(run(cli.command)))
 }
 
 async fn run(command: Command) -> ExitCode {

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use clap::ValueEnum;
 
+use super::stdout::{out, outln};
 use crate::sim::arrivals::Scenario;
 use crate::sim::hpa::{Behavior, PolicyType, ScalingPolicy, ScalingRules, SelectPolicy};
 use crate::sim::mu_error::ModelMu;
@@ -313,7 +314,7 @@ fn simulate(args: &SimulateArgs) -> Result<(), String> {
         Some(&svg_scenario),
     )?;
     let summaries = report::summarize(&results);
-    println!(
+    outln!(
         "{} runs ({} scenarios × {} policies × {} seeds) in {:.1} s; cold start {} s, TTFT SLO {} s (latency guard on this scaler's triggers: {}), replicas {}–{}, HPA scale-down window {} s, {} s warm start at λ(0); means over seeds.",
         results.len(),
         scenarios.len(),
@@ -332,7 +333,7 @@ fn simulate(args: &SimulateArgs) -> Result<(), String> {
         config.behavior.scale_down.stabilization_seconds,
         config.warmup_seconds,
     );
-    print!("{}", mu_lines(&config, &scenarios));
+    out!("{}", mu_lines(&config, &scenarios));
     if !config.policy.capacity_extra.is_empty() {
         let extra: Vec<String> = config
             .policy
@@ -340,13 +341,13 @@ fn simulate(args: &SimulateArgs) -> Result<(), String> {
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
-        println!(
+        outln!(
             "default and capacity triggers also have: {}",
             extra.join(", ")
         );
     }
-    println!();
-    print!("{}", report::text_table(&summaries));
+    outln!();
+    out!("{}", report::text_table(&summaries));
     let errors: usize = results.iter().map(|r| r.scaler_errors).sum();
     if errors > 0 {
         eprintln!("warning: the scaler's decision code answered {errors} errors (see runs.csv)");
@@ -365,7 +366,7 @@ fn simulate(args: &SimulateArgs) -> Result<(), String> {
     );
     if !learned.is_empty() {
         let table = mu_error::markdown_table(&learned);
-        println!(
+        outln!(
             "\n`default`'s learned μ against the pod model's ({}; all seeds):\n\n{table}",
             mu_error::settled_caption()
         );
@@ -394,9 +395,9 @@ fn simulate(args: &SimulateArgs) -> Result<(), String> {
             &chart,
         )?);
     }
-    println!();
+    outln!();
     for path in written {
-        println!("wrote {}", path.display());
+        outln!("wrote {}", path.display());
     }
     Ok(())
 }
@@ -447,7 +448,7 @@ fn sweep(
         let (results, _) = run_matrix(&config, scenarios, policies, args.seeds, jobs, None)?;
         rows.extend(report::summarize(&results).into_iter().map(|s| (*cold, s)));
     }
-    println!(
+    outln!(
         "cold-start sweep: {} cold starts × {} scenarios × {} policies × {} seeds in {:.1} s; per policy the mean SLO attainment over the scenarios ({}) and the replica-hours summed over them.\n",
         args.cold_start_seconds.len(),
         scenarios.len(),
@@ -461,14 +462,14 @@ fn sweep(
             .join(", "),
     );
     let table = sweep::sweep_table(&rows);
-    print!("{}", sweep::text(&table));
+    out!("{}", sweep::text(&table));
     let written = [
         write(&args.out, "sweep.csv", &sweep::csv(&rows))?,
         write(&args.out, "sweep.md", &sweep::markdown(&table))?,
     ];
-    println!();
+    outln!();
     for path in written {
-        println!("wrote {}", path.display());
+        outln!("wrote {}", path.display());
     }
     Ok(())
 }
