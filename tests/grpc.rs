@@ -121,7 +121,7 @@ async fn bad_metadata_is_invalid_argument_naming_the_key() {
         ),
         (
             vec![("vllmTargets", url), ("targetBacklogPerReplica", "-1")],
-            vec!["targetBacklogPerReplica", "-1", "greater than 0"],
+            vec!["targetBacklogPerReplica", "-1", "from 0.001"],
         ),
         (
             vec![("vllmTargets", url), ("targetBacklogPerReplica", "abc")],

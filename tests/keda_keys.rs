@@ -64,7 +64,7 @@ fn an_alias_keeps_our_rules_and_conflicts_with_our_key() {
     let cases: &[(&[(&str, &str)], &str)] = &[
         (
             &[("threshold", "0")],
-            "metadata key `threshold` has value `0`: a number greater than 0",
+            "metadata key `threshold` has value `0`: a number from 0.001",
         ),
         (
             &[

@@ -121,7 +121,8 @@ pub const AUTH_PROFILE: &str = "authProfile";
 // --- Fusion ------------------------------------------------------------------
 
 /// `T`: the backlog one replica should absorb, in requests. Required, a
-/// number > 0. KEDA's HPA computes `desiredReplicas = ceil(B / T)`. KEDA's
+/// number from 0.001 (KEDA hands the HPA quantities with three decimals) to
+/// 1000000000. KEDA's HPA computes `desiredReplicas = ceil(B / T)`. KEDA's
 /// `threshold` is an alias.
 pub const TARGET_BACKLOG_PER_REPLICA: &str = "targetBacklogPerReplica";
 /// `C`: requests one replica runs at full batch (vLLM `--max-num-seqs`).

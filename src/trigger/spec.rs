@@ -16,7 +16,7 @@ use super::latency::{TtftSettings, latency_guard, ttft_settings};
 use super::params::{FusionParams, Policy};
 use super::policy::policy;
 use super::values::{
-    Metadata, ip_family, number, optional_non_negative, optional_positive, required_positive,
+    Metadata, ip_family, number, optional_non_negative, optional_positive, required_target,
     whole_seconds,
 };
 use crate::guard::credentials::valid_profile_name;
@@ -89,7 +89,7 @@ impl TriggerSpec {
             }
         };
 
-        let target = required_positive(&md, keys::TARGET_BACKLOG_PER_REPLICA, &mut errors);
+        let target = required_target(&md, keys::TARGET_BACKLOG_PER_REPLICA, &mut errors);
         let running_per_replica = optional_positive(
             &md,
             keys::RUNNING_PER_REPLICA,

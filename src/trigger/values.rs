@@ -216,7 +216,16 @@ fn near_enough(valid: &str) -> usize {
     (valid.len() / 3).max(2)
 }
 
-/// A finite number satisfying `valid`, if the key is present.
+/// The sizes a number in metadata may have, 0 aside: no key means anything outside, and
+/// beyond them the arithmetic stops being arithmetic. A divisor of `1e-320`
+/// (`runningPerReplica`, `drainRatePerReplica`) or a factor of `1e300` turns `B` into
+/// infinity, which no metric value can carry; `1e-320` itself prints as 300 digits.
+pub const NUMBER_SIZES: std::ops::RangeInclusive<f64> = 1e-6..=1e9;
+
+/// What [`NUMBER_SIZES`] adds to a key's allowed text when a value breaks only it.
+const SIZES_ALLOWED: &str = "and 0 or from 0.000001 to 1000000000 in size";
+
+/// A finite number satisfying `valid` and [`NUMBER_SIZES`], if the key is present.
 pub fn number(
     md: &Metadata<'_>,
     key: &'static str,
@@ -226,7 +235,18 @@ pub fn number(
 ) -> Option<f64> {
     let (sent_key, raw) = md.get(key)?;
     match raw.parse::<f64>() {
-        Ok(v) if v.is_finite() && valid(v) => Some(v),
+        Ok(v) if v.is_finite() && valid(v) => {
+            if v == 0.0 || NUMBER_SIZES.contains(&v.abs()) {
+                Some(v)
+            } else {
+                errors.push(invalid(
+                    sent_key,
+                    raw,
+                    format!("{allowed}; {SIZES_ALLOWED}"),
+                ));
+                None
+            }
+        }
         _ => {
             errors.push(invalid(sent_key, raw, allowed));
             None
@@ -234,13 +254,18 @@ pub fn number(
     }
 }
 
-/// A required number > 0.
-pub fn required_positive(
+/// The smallest `targetBacklogPerReplica`: KEDA turns a float target into a Kubernetes
+/// quantity with three decimals (`%.3f`), so anything smaller reaches the HPA as a target of 0.
+pub const MIN_TARGET: f64 = 0.001;
+
+/// The required target `T`: a number from [`MIN_TARGET`] to the top of [`NUMBER_SIZES`].
+pub fn required_target(
     md: &Metadata<'_>,
     key: &'static str,
     errors: &mut Vec<MetadataError>,
 ) -> Option<f64> {
-    const ALLOWED: &str = "a number greater than 0, e.g. `10`";
+    const ALLOWED: &str =
+        "a number from 0.001 (the precision of KEDA's metric target) to 1000000000, e.g. `10`";
     if md.get(key).is_none() {
         errors.push(MetadataError::Missing {
             key,
@@ -248,7 +273,7 @@ pub fn required_positive(
         });
         return None;
     }
-    number(md, key, |v| v > 0.0, ALLOWED, errors)
+    number(md, key, |v| v >= MIN_TARGET, ALLOWED, errors)
 }
 
 /// An optional number > 0; `allowed` says so in the key's own unit, with

@@ -9,7 +9,7 @@ use crate::guard::credentials::valid_profile_name;
 use crate::source::broker::BrokerSource;
 use crate::trigger::error::{MetadataError, invalid};
 use crate::trigger::keys;
-use crate::trigger::values::Metadata;
+use crate::trigger::values::{Metadata, number};
 
 mod kafka;
 mod rabbitmq;
@@ -171,20 +171,14 @@ pub fn parse_metadata(md: &Metadata<'_>) -> Result<Option<BrokerTrigger>, Vec<Me
 
 /// `messageWeight`, 1 when absent or wrong (the error is pushed).
 fn message_weight(md: &Metadata<'_>, errors: &mut Vec<MetadataError>) -> f64 {
-    match md.get(keys::MESSAGE_WEIGHT) {
-        None => 1.0,
-        Some((sent, value)) => match value.parse::<f64>() {
-            Ok(w) if w.is_finite() && w > 0.0 => w,
-            _ => {
-                errors.push(invalid(
-                    sent,
-                    value,
-                    "a number greater than 0, e.g. `1` or `2.5`",
-                ));
-                1.0
-            }
-        },
-    }
+    number(
+        md,
+        keys::MESSAGE_WEIGHT,
+        |w| w > 0.0,
+        "a number greater than 0, e.g. `1` or `2.5`",
+        errors,
+    )
+    .unwrap_or(1.0)
 }
 
 #[cfg(test)]

@@ -73,14 +73,14 @@ fn bad_values_name_the_key_the_value_and_what_is_allowed() {
     let cases: &[Case] = &[
         (
             &[("vllmTargets", "http://a:1/metrics")],
-            &["targetBacklogPerReplica", "required", "greater than 0"],
+            &["targetBacklogPerReplica", "required", "from 0.001"],
         ),
         (
             &[
                 ("vllmTargets", "http://a:1/metrics"),
                 ("targetBacklogPerReplica", "-1"),
             ],
-            &["targetBacklogPerReplica", "`-1`", "greater than 0"],
+            &["targetBacklogPerReplica", "`-1`", "from 0.001"],
         ),
         (
             &[

@@ -241,3 +241,53 @@ fn keys_of_kedas_rabbitmq_scaler_point_to_ours() {
         "metadata key `mode` has value `bogus`: `active` or `shadow`"
     );
 }
+
+/// Numbers too small or too large to mean anything are refused, naming the key, the value and
+/// the sizes allowed: a divisor of `1e-320` or a factor of `1e300` made `B` infinite, which
+/// was reported as 0. `T` below 0.001 reaches KEDA's HPA as a target of 0.
+#[test]
+fn numbers_of_no_meaningful_size_are_refused() {
+    /// The other keys, the key, its value, and a word of the allowed sizes.
+    type Case<'a> = (&'a [(&'a str, &'a str)], &'a str, &'a str, &'a str);
+    let cases: &[Case] = &[
+        (&[SCRAPE], "targetBacklogPerReplica", "1e-320", "from 0.001"),
+        (&[SCRAPE], "targetBacklogPerReplica", "0.0005", "from 0.001"),
+        (
+            &[SCRAPE],
+            "targetBacklogPerReplica",
+            "1e300",
+            "to 1000000000",
+        ),
+        (&[SCRAPE, T], "runningPerReplica", "1e-320", "0.000001"),
+        (&[SCRAPE, T], "runningPerReplica", "2e9", "1000000000"),
+        (&[SCRAPE, T], "drainRatePerReplica", "1e-9", "0.000001"),
+        (&[SCRAPE, T], "activationBacklog", "1e300", "1000000000"),
+        (SQS, "messageWeight", "1e-100", "0.000001"),
+    ];
+    for (base, key, value, allowed) in cases {
+        let mut pairs: Vec<(&str, &str)> = base.to_vec();
+        if *key == "targetBacklogPerReplica" {
+            pairs.retain(|(k, _)| *k != "targetBacklogPerReplica");
+        }
+        pairs.push((key, value));
+        let text = error_text(&pairs);
+        assert!(
+            text.contains(&format!("`{key}`")) && text.contains(value) && text.contains(allowed),
+            "{key}={value}: {text}"
+        );
+    }
+    // The edges themselves, and 0 where a key allows it, still parse.
+    for (key, value) in [
+        ("targetBacklogPerReplica", "0.001"),
+        ("targetBacklogPerReplica", "1000000000"),
+        ("runningPerReplica", "0.000001"),
+        ("activationBacklog", "0"),
+    ] {
+        let mut pairs = vec![SCRAPE];
+        if key != "targetBacklogPerReplica" {
+            pairs.push(T);
+        }
+        pairs.push((key, value));
+        assert!(parse(&pairs).is_ok(), "{key}={value}: {:?}", parse(&pairs));
+    }
+}
