@@ -244,7 +244,7 @@ fn keys_of_kedas_rabbitmq_scaler_point_to_ours() {
 
 /// Numbers too small or too large to mean anything are refused, naming the key, the value and
 /// the sizes allowed: a divisor of `1e-320` or a factor of `1e300` made `B` infinite, which
-/// was reported as 0. `T` below 0.001 reaches KEDA's HPA as a target of 0.
+/// KEDA reads as 0. `T` below 0.001 reaches KEDA's HPA as a target of 0.
 #[test]
 fn numbers_of_no_meaningful_size_are_refused() {
     /// The other keys, the key, its value, and a word of the allowed sizes.
