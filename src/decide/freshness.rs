@@ -207,10 +207,19 @@ pub fn evaluate(
         Status::Pending
     } else {
         match (assemble(spec, &fresh, memory, fleet.as_ref()), oldest) {
-            (Ok(signals), Some(oldest)) => Status::Ready {
-                decision: fusion::fuse(&spec.fusion, &signals),
-                valid_until: oldest + max_age,
-            },
+            (Ok(signals), Some(oldest)) => {
+                let decision = fusion::fuse(&spec.fusion, &signals);
+                if decision.backlog.is_finite() {
+                    Status::Ready {
+                        decision,
+                        valid_until: oldest + max_age,
+                    }
+                } else {
+                    Status::Unavailable(Unavailable::Unrepresentable {
+                        backlog: decision.backlog,
+                    })
+                }
+            }
             (Ok(_), None) => Status::Unavailable(Unavailable::NoSources),
             (Err(reason), _) => Status::Unavailable(reason),
         }

@@ -267,8 +267,11 @@ fn fuse_once(params: &FusionParams, signals: &Signals) -> Decision {
     }
 }
 
+/// A negative or NaN signal counts as none (the sources refuse both, so only a hand-built
+/// reading has them); +∞ stays, so that a sum past `f64::MAX` reaches `B` and makes the
+/// trigger unavailable (`Unavailable::Unrepresentable`) instead of a silent 0.
 fn sanitize(v: f64) -> f64 {
-    if v.is_finite() && v > 0.0 { v } else { 0.0 }
+    if v > 0.0 { v } else { 0.0 }
 }
 
 /// `ceil(B/T)`, saturating; `T > 0` is guaranteed by metadata validation.

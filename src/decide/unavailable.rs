@@ -151,6 +151,16 @@ pub enum Unavailable {
         /// Each left-out pod's error and failed polls.
         left_out: Vec<String>,
     },
+    /// The signals add up to a backlog no metric value can carry: a source reports numbers
+    /// beyond any real fleet (a gauge of `1e308`). KEDA reads an infinite value as 0, so it
+    /// is a lost signal, not a number to hand on.
+    #[error(
+        "the signals add up to B = {backlog}, which no metric value can carry (KEDA would read it as 0): a source reports numbers beyond any real fleet"
+    )]
+    Unrepresentable {
+        /// The fused value (infinite or NaN).
+        backlog: f64,
+    },
     /// More than one source is lost (never a list of one).
     #[error("{}", join(.0, "; "))]
     Several(Vec<Unavailable>),

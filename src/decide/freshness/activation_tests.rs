@@ -1,6 +1,7 @@
 //! Evaluation tests for what a copied KEDA trigger expects: Kafka's
-//! persistent lag counts for activation, and a `dns+` name with no
-//! addresses among answering targets flags the value degraded.
+//! persistent lag counts for activation, a `dns+` name with no
+//! addresses among answering targets flags the value degraded, and a value
+//! KEDA would read as 0 (infinite) is never handed on.
 
 use std::time::SystemTime;
 
@@ -202,4 +203,52 @@ fn an_empty_dcgm_name_among_answering_exporters_is_degraded_too() {
     );
     assert_eq!(e.decision_at(now).expect("a value").backlog, 4.0);
     assert_eq!((e.kind(), e.empty_names.clone()), ("degraded", vec![empty]));
+}
+
+/// Gauges beyond any real fleet (a broken exporter's `1e308`) add up to an infinite `B`, which
+/// KEDA reads as 0: the trigger is unavailable with the reason, never a silent scale-down.
+#[test]
+fn a_backlog_no_metric_can_carry_is_unavailable() {
+    let now = Instant::now();
+    let s = spec(&[
+        ("vllmTargets", "http://10.0.0.7:8000/metrics"),
+        ("targetBacklogPerReplica", "10"),
+        ("policy", "backlog"),
+    ]);
+    let engine = |pods: Vec<PodReading>| {
+        good(
+            Reading::Engine(EngineReading {
+                engine: Engine::Vllm,
+                pods,
+                malformed_lines: 0,
+                empty_discovery: Vec::new(),
+            }),
+            now,
+        )
+    };
+    let e = evaluate(
+        &s,
+        reports(&s, vec![engine(vec![pod(1e308), pod(1e308)])]),
+        &mut TriggerMemory::default(),
+        now,
+        SystemTime::UNIX_EPOCH,
+    );
+    match e.decision_at(now) {
+        Err(reason @ Unavailable::Unrepresentable { .. }) => assert!(
+            reason
+                .to_string()
+                .contains("B = inf, which no metric value can carry"),
+            "{reason}"
+        ),
+        other => panic!("expected Unrepresentable, got {other:?}"),
+    }
+    // Large but finite is still a number (the HPA caps it at maxReplicaCount).
+    let e = evaluate(
+        &s,
+        reports(&s, vec![engine(vec![pod(1e12)])]),
+        &mut TriggerMemory::default(),
+        now,
+        SystemTime::UNIX_EPOCH,
+    );
+    assert_eq!(e.decision_at(now).expect("a value").backlog, 1e12);
 }
