@@ -253,6 +253,7 @@ pub fn engine_input(
                             keys::WAITING_QUERY | keys::RUNNING_QUERY => Answer::Summed(key),
                             keys::REPLICAS_QUERY => Answer::Count(key),
                             keys::TTFT_QUERY => Answer::Quantile(key),
+                            keys::KV_CACHE_QUERY => Answer::Fraction(key),
                             _ => Answer::Value(key),
                         },
                     }),

@@ -441,7 +441,7 @@ fn each_prometheus_query_carries_the_answer_its_signal_reads() {
         [
             Some(Answer::Summed("waitingQuery")),
             Some(Answer::Summed("runningQuery")),
-            Some(Answer::Value("kvCacheQuery")),
+            Some(Answer::Fraction("kvCacheQuery")),
             Some(Answer::Quantile("ttftQuery")),
             Some(Answer::Count("replicasQuery")),
         ]

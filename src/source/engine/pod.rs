@@ -21,6 +21,11 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+mod buckets;
+
+pub use buckets::Buckets;
+use buckets::{OrderedBound, buckets_from, parse_le};
+
 use super::names::{Engine, EngineMetrics, LabelledGauge};
 use super::required::{Missing, RequiredSignals};
 use super::select::{Combine, Selected, combine};
@@ -46,38 +51,6 @@ pub struct EngineSource {
     /// Signals every pod must have, else it fails (part of the identity:
     /// triggers needing other signals judge the same body differently).
     pub requires: RequiredSignals,
-}
-
-/// Cumulative bucket counts of one histogram on one pod, bounds in seconds,
-/// ascending, the last one `+Inf`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Buckets {
-    /// Upper bounds in seconds (`le`), ascending; the last is `+Inf`.
-    #[serde(serialize_with = "serialize_bounds")]
-    pub bounds: Vec<f64>,
-    /// Cumulative counts per bound.
-    pub counts: Vec<f64>,
-}
-
-fn serialize_bounds<S: serde::Serializer>(bounds: &[f64], s: S) -> Result<S::Ok, S::Error> {
-    use serde::ser::SerializeSeq;
-    let mut seq = s.serialize_seq(Some(bounds.len()))?;
-    for b in bounds {
-        if b.is_finite() {
-            seq.serialize_element(b)?;
-        } else {
-            seq.serialize_element("+Inf")?;
-        }
-    }
-    seq.end()
-}
-
-impl Buckets {
-    /// Total observations (the `+Inf` bucket).
-    pub fn total(&self) -> f64 {
-        self.counts.last().copied().unwrap_or(0.0)
-    }
 }
 
 /// One pod's signals.
@@ -373,6 +346,14 @@ impl EngineSource {
                 None => None,
             },
         };
+        // Every engine reports KV-cache usage as a fraction (vLLM's `_perc` too): above 1 the
+        // exporter is broken, and `kvCacheTarget` would scale on it.
+        if let Some(kv) = kv.as_ref().filter(|kv| kv.value > 1.0) {
+            return Err(parse_error(format!(
+                "{} is {}, not a fraction from 0 to 1",
+                kv.read, kv.value
+            )));
+        }
         let finished_total = finished.total().map_err(parse_error)?;
         if let Some(bad) = ttft_bad {
             return Err(parse_error(format!(
@@ -517,42 +498,6 @@ fn same_name(wanted: &str, name: &str) -> bool {
         .bytes()
         .zip(name.bytes())
         .all(|(w, n)| w == n || (w == b':' && n == b'_'))
-}
-
-fn parse_le(le: &str) -> Option<f64> {
-    match le.trim() {
-        "+Inf" | "Inf" | "inf" | "+inf" => Some(f64::INFINITY),
-        other => other.parse::<f64>().ok().filter(|v| v.is_finite()),
-    }
-}
-
-/// An `f64` bound that sorts (bounds are never NaN: [`parse_le`] refuses it).
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct OrderedBound(f64);
-
-impl Eq for OrderedBound {}
-
-impl PartialOrd for OrderedBound {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for OrderedBound {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.total_cmp(&other.0)
-    }
-}
-
-fn buckets_from(map: BTreeMap<OrderedBound, f64>) -> Result<Option<Buckets>, String> {
-    if map.is_empty() {
-        return Ok(None);
-    }
-    let (bounds, counts): (Vec<f64>, Vec<f64>) = map.into_iter().map(|(b, c)| (b.0, c)).unzip();
-    if bounds.last().is_none_or(|b| b.is_finite()) {
-        return Err("TTFT histogram has no +Inf bucket".to_owned());
-    }
-    Ok(Some(Buckets { bounds, counts }))
 }
 
 /// Finished-request counters of one pod: every series summed (outcomes,

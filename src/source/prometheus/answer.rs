@@ -39,8 +39,11 @@ pub enum Answer {
     Raw,
     /// Summed series (`W`, `R`): any number, each a count (finite, ≥ 0).
     Summed(&'static str),
-    /// At most one series, a finite value ≥ 0 (KV usage, GPU utilisation).
+    /// At most one series, a finite value ≥ 0 (GPU utilisation).
     Value(&'static str),
+    /// At most one series, a fraction 0–1 (KV-cache usage: every engine reports a fraction,
+    /// whatever `_perc` says; a percentage would scale on 85 for 85 %).
+    Fraction(&'static str),
     /// At most one series, a count (the replica count).
     Count(&'static str),
     /// At most one series, any value: a quantile over a window is NaN when
@@ -68,6 +71,9 @@ pub enum AnswerProblem {
     /// A single value is negative or not finite.
     #[error("returned {0}")]
     Invalid(f64),
+    /// A fraction outside 0–1.
+    #[error("returned {0}, not a fraction from 0 to 1 (a percentage must be divided by 100)")]
+    NotAFraction(f64),
 }
 
 impl Answer {
@@ -77,6 +83,7 @@ impl Answer {
             Answer::Raw => None,
             Answer::Summed(key)
             | Answer::Value(key)
+            | Answer::Fraction(key)
             | Answer::Count(key)
             | Answer::Quantile(key) => Some(key),
         }
@@ -94,8 +101,12 @@ impl Answer {
                 }),
                 None => Ok(()),
             },
-            (Answer::Value(_) | Answer::Count(_) | Answer::Quantile(_), [_, _, ..]) => {
-                Err(AnswerProblem::Several(series.len()))
+            (
+                Answer::Value(_) | Answer::Fraction(_) | Answer::Count(_) | Answer::Quantile(_),
+                [_, _, ..],
+            ) => Err(AnswerProblem::Several(series.len())),
+            (Answer::Fraction(_), [one]) if !(0.0..=1.0).contains(&one.value) => {
+                Err(AnswerProblem::NotAFraction(one.value))
             }
             (Answer::Value(_), [one]) if !count(one.value) => {
                 Err(AnswerProblem::Invalid(one.value))
@@ -103,7 +114,10 @@ impl Answer {
             (Answer::Count(_), [one]) if !count(one.value) => {
                 Err(AnswerProblem::NotACount(one.value))
             }
-            (Answer::Value(_) | Answer::Count(_) | Answer::Quantile(_), [_]) => Ok(()),
+            (
+                Answer::Value(_) | Answer::Fraction(_) | Answer::Count(_) | Answer::Quantile(_),
+                [_],
+            ) => Ok(()),
         }
     }
 }
@@ -126,7 +140,8 @@ mod tests {
     #[test]
     fn each_shape_refuses_what_its_signal_cannot_be() {
         let summed = Answer::Summed("waitingQuery");
-        let value = Answer::Value("kvCacheQuery");
+        let value = Answer::Value("gpuUtilQuery");
+        let fraction = Answer::Fraction("kvCacheQuery");
         let count = Answer::Count("replicasQuery");
         let quantile = Answer::Quantile("ttftQuery");
         let (nan, inf) = (f64::NAN, f64::INFINITY);
@@ -158,6 +173,24 @@ mod tests {
             ),
             (value, vec![nan], "returned NaN"),
             (value, vec![-0.5], "returned -0.5"),
+            (value, vec![85.0], ""),
+            (fraction, vec![0.0], ""),
+            (fraction, vec![1.0], ""),
+            (
+                fraction,
+                vec![85.0],
+                "returned 85, not a fraction from 0 to 1 (a percentage must be divided by 100)",
+            ),
+            (
+                fraction,
+                vec![nan],
+                "returned NaN, not a fraction from 0 to 1 (a percentage must be divided by 100)",
+            ),
+            (
+                fraction,
+                vec![0.5, 0.7],
+                "returned 2 series; it must return one",
+            ),
             (count, vec![3.0], ""),
             (count, vec![nan], "returned NaN, not a count"),
             (count, vec![-inf], "returned -inf, not a count"),

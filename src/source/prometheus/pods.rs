@@ -236,6 +236,16 @@ impl PodQueries {
                 .as_ref()
                 .and_then(|kv| kv.get(name))
                 .and_then(|v| mean(v));
+            if let Some(kv) = kv_cache_usage.filter(|kv| *kv > 1.0) {
+                failed.push(fail(
+                    name,
+                    format!(
+                        "KV-cache usage {kv} in `{}` is not a fraction from 0 to 1 (a percentage must be divided by 100)",
+                        self.kv_cache.as_deref().unwrap_or_default()
+                    ),
+                ));
+                continue;
+            }
             let finished_total = finished.get(name).and_then(|f| count(f));
             let token_total = |by_pod: &Option<BTreeMap<String, Vec<f64>>>| {
                 by_pod

@@ -146,6 +146,40 @@ fn nan_or_negative_gauges_are_errors() {
     assert!(err.to_string().contains("NaN"), "{err}");
 }
 
+/// KV-cache usage is a fraction on every engine (vLLM's `_perc` too): 85 is a broken exporter
+/// or a percentage, a parse error, not a pod at 8500 % that `kvCacheTarget` scales on.
+#[test]
+fn kv_cache_usage_above_one_is_an_error() {
+    for (body, ok) in [
+        (
+            "vllm:num_requests_waiting 0\nvllm:kv_cache_usage_perc 85\n",
+            false,
+        ),
+        (
+            "vllm:num_requests_waiting 0\nvllm:kv_cache_usage_perc 1.0\n",
+            true,
+        ),
+        ("sglang:num_queue_reqs 0\nsglang:token_usage 1.5\n", false),
+    ] {
+        let engine = if body.starts_with("sglang") {
+            Engine::Sglang
+        } else {
+            Engine::Vllm
+        };
+        match source(engine, None).parse_pod("t", body) {
+            Ok(_) => assert!(ok, "{body}"),
+            Err(err) => {
+                assert!(!ok, "{body}: {err}");
+                assert!(err.kind() == FailureKind::Parse, "{err:?}");
+                assert!(
+                    err.to_string().contains("not a fraction from 0 to 1"),
+                    "{err}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn underscore_spelling_and_old_kv_name_are_accepted() {
     let body = "vllm_num_requests_waiting{model_name=\"a\"} 2.0\nvllm_num_requests_running{model_name=\"a\"} 1.0\nvllm:gpu_cache_usage_perc{model_name=\"a\"} 0.25\n# EOF\n";

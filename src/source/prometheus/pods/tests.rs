@@ -129,6 +129,21 @@ fn answers_become_the_pods_a_scrape_would_give() {
             &[("ns/a", "waiting"), ("ns/b", "running")],
         ),
         (
+            // KV-cache usage is a fraction: 85 is a percentage or a broken exporter.
+            "a KV-cache usage above 1",
+            answers(
+                &[("a", 3.0), ("b", 1.0)],
+                &[("a", 8.0), ("b", 2.0)],
+                &[("a", 100.0), ("b", 7.0)],
+                &[("a", 85.0), ("b", 1.0)],
+            ),
+            &[("ns/b", 1.0, Some(2.0), Some(7.0), Some(1.0))],
+            &[(
+                "ns/a",
+                "KV-cache usage 85 in `KV` is not a fraction from 0 to 1",
+            )],
+        ),
+        (
             // Several series of one pod (an override that kept `engine`):
             // summed, as the scrape sums a pod's engines; KV averaged.
             "several series of one pod",
