@@ -20,8 +20,12 @@ use crate::guard::config::ScalerConfig;
 use crate::guard::credentials::{Profiles, Section};
 use crate::guard::outbound::OutboundPolicy;
 use crate::runtime::poller::{SignalState, Timed};
-use crate::source::{HttpScraper, Reading, SourceContext, SourceError, SourceMemory, SourceSpec};
+use crate::source::{HttpScraper, SourceContext, SourceError, SourceMemory, SourceSpec};
 use crate::trigger::TriggerSpec;
+
+mod describe;
+
+use describe::describe;
 
 // `--from-keda`: its own files, declared here so the wiring stays in `check`.
 #[path = "from_keda.rs"]
@@ -338,6 +342,13 @@ async fn probe_and_fuse(
                     spec.metric_name, decision.backlog, decision.active, decision.desired_replicas
                 );
             }
+            if !evaluation.empty_names.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "  degraded: {} answered no addresses; the value counts only the targets that answered",
+                    evaluation.empty_names.join(", ")
+                );
+            }
             if spec.fusion.latency.is_some() {
                 let _ = writeln!(
                     out,
@@ -375,63 +386,6 @@ async fn probe_and_fuse(
             );
             Err(out)
         }
-    }
-}
-
-fn describe(out: &mut String, reading: &Reading) {
-    match reading {
-        Reading::Engine(reading) => {
-            for pod in &reading.pods {
-                let _ = write!(out, "    {}  waiting={}", pod.target, pod.waiting);
-                if let Some(r) = pod.running {
-                    let _ = write!(out, " running={r}");
-                }
-                if let Some(kv) = pod.kv_cache_usage {
-                    let _ = write!(out, " kvCache={kv}");
-                }
-                if let Some(ttft) = &pod.ttft {
-                    let _ = write!(out, " ttftObservations={}", ttft.total());
-                }
-                let _ = writeln!(out);
-            }
-        }
-        Reading::Gpu(reading) => {
-            for gpu in &reading.gpus {
-                let _ = writeln!(
-                    out,
-                    "    {} {} pod={} util={}%",
-                    gpu.target, gpu.gpu, gpu.pod, gpu.utilization
-                );
-            }
-            if reading.gpus.is_empty() {
-                let _ = writeln!(out, "    no GPU matched the pod selector");
-            }
-        }
-        Reading::Broker(reading) => {
-            let _ = write!(out, "    backlog {} messages", reading.messages);
-            for (part, value) in &reading.breakdown {
-                let _ = write!(out, " {part}={value}");
-            }
-            if let Some(p) = reading.partitions {
-                let _ = write!(out, " partitions={p}");
-            }
-            let _ = writeln!(out);
-        }
-        Reading::Query(reading) => {
-            for series in &reading.series {
-                let _ = writeln!(out, "    {} {}", series.labels, series.value);
-            }
-            if reading.series.is_empty() {
-                let _ = writeln!(out, "    (no series)");
-            }
-        }
-    }
-    if reading.malformed_lines() > 0 {
-        let _ = writeln!(
-            out,
-            "    warning: {} malformed line(s) skipped",
-            reading.malformed_lines()
-        );
     }
 }
 
