@@ -1,11 +1,11 @@
 //! The outside audit's leaks, through the real binary: a URL whose userinfo does not follow
-//! `scheme://` (`http:/\u:p@h`, `http:///u:p@h`), a password holding `/`, `,` or a tab, a
-//! header pasted after a target (`… Bearer abc`, or percent-encoded as `%20Bearer%20abc`), and
-//! a credential pasted as the `authProfile` name. Each must reach no channel (the gRPC status
-//! of GetMetricSpec, GetMetrics and IsActive, the JSON log at `trace`, `/explain`, `/metrics`,
-//! `check`) while each channel that speaks of the trigger still names the key and the value,
-//! redacted. `tests/redaction.rs` covers every URL-bearing key with real upstreams; this file
-//! pins the shapes the audit found.
+//! `scheme://` (`http:/\u:p@h`, `http:///u:p@h`), a password holding `/`, `,` or a tab (also a
+//! bare `u:pa,ss@h`, which the split of a list cuts), a header pasted after a target
+//! (`… Bearer abc`, or percent-encoded as `%20Bearer%20abc`), and a credential pasted as the
+//! `authProfile` name. Each must reach no channel (the gRPC status of GetMetricSpec, GetMetrics
+//! and IsActive, the JSON log at `trace`, `/explain`, `/metrics`, `check`) while each channel
+//! that speaks of the trigger still names the key and the value, redacted. `tests/redaction.rs`
+//! covers every URL-bearing key with real upstreams; this file pins the shapes the audit found.
 
 mod common;
 
@@ -71,13 +71,22 @@ fn table(closed: &str) -> Vec<Case> {
             invalid,
             "`vllmTargets` has value `http://[redacted]@127.0.0.1:1/metrics`",
         ),
-        // The list is split at the comma: the entry quoted is `http://u:A`.
+        // The list is split at the comma, which cuts the password: the error
+        // quotes the whole list, redacted as one, rather than the entry `http://u:A`.
         case(
             "comma-in-password",
             "vllmTargets",
             format!("http://u:{a},{b}@127.0.0.1:1/metrics"),
             invalid,
-            "`vllmTargets` has value `http://u:[redacted]`",
+            "`vllmTargets` has value `http://[redacted]@127.0.0.1:1/metrics`: not a URL",
+        ),
+        // Without a scheme the entry `u:A` alone looks like no credential.
+        case(
+            "comma-in-bare-password",
+            "vllmTargets",
+            format!("u:{a},{b}@127.0.0.1:1/metrics"),
+            invalid,
+            "`vllmTargets` has value `[redacted]@127.0.0.1:1/metrics`: the scheme must be http",
         ),
         case(
             "tab-in-password",

@@ -13,68 +13,13 @@
 //! taken back. It is idempotent: redacting a redacted text changes nothing,
 //! so a label built from redacted parts can be redacted again.
 
+mod names;
 mod text;
 mod userinfo;
 
+use names::{AUTH_SCHEMES, is_auth_scheme, is_credential_name, is_header};
 pub use text::REDACTED;
 use text::split_keep;
-
-/// Query (or `name=value` list) parameter names that hold a credential,
-/// compared case-insensitively after percent-decoding.
-const CREDENTIAL_NAMES: &[&str] = &[
-    "token",
-    "access_token",
-    "id_token",
-    "refresh_token",
-    "auth",
-    "authorization",
-    "password",
-    "passwd",
-    "pwd",
-    "pass",
-    "secret",
-    "client_secret",
-    "signature",
-    "sig",
-    "key",
-    "apikey",
-    "api_key",
-    "api-key",
-    "x-api-key",
-    "x-amz-signature",
-    "x-amz-credential",
-    "x-amz-security-token",
-    "sessiontoken",
-    "session_token",
-    "credential",
-    "credentials",
-];
-/// Parts of a parameter name that make it a credential wherever they appear
-/// (`private_token`, `X-Goog-Signature`, `oauth_verifier`, `db_password`…).
-const CREDENTIAL_PARTS: &[&str] = &[
-    "token",
-    "secret",
-    "passw",
-    "credential",
-    "signature",
-    "apikey",
-    "api_key",
-    "api-key",
-    "auth",
-];
-/// Header-like names without a dash whose value is a credential
-/// (`Authorization: …`, `Token: …`), any case.
-const HEADER_WORDS: &[&str] = &[
-    "authorization",
-    "token",
-    "password",
-    "passwd",
-    "secret",
-    "apikey",
-    "api_key",
-];
-/// HTTP authentication schemes whose parameter is the credential itself.
-const AUTH_SCHEMES: &[&str] = &["bearer", "basic"];
 
 /// `raw` with every credential-shaped part replaced by [`REDACTED`]:
 /// - the userinfo of every URL of any scheme, also inside a list
@@ -85,13 +30,22 @@ const AUTH_SCHEMES: &[&str] = &["bearer", "basic"];
 /// - `user:password@host` entries without a scheme (`[redacted]@host`);
 /// - a URL's port that is not a number, to the end of the entry
 ///   (`http://u:[redacted]`: a password whose `@host` was cut off);
+/// - a token alone before the `@` of an entry without a scheme
+///   (`ghp_…@10.0.0.5:8000/metrics`, `TOKEN@kafka:9092` →
+///   `[redacted]@kafka:9092`) when a host follows the `@`, unless it is a
+///   plain user name: one to seven lowercase ASCII letters that are not a
+///   credential's name (`u@a:1`, `alice@kafka:9092` are kept;
+///   `redact/userinfo.rs` says exactly what a token and a host are);
 /// - the value of every query or `name=value` parameter whose name looks
 ///   like a credential (`token=[redacted]`; a quoted value keeps its
-///   quotes, as in a PromQL matcher: `token="[redacted]"`);
+///   quotes, as in a PromQL matcher: `token="[redacted]"`), also with
+///   blanks around the `=` (`token = [redacted]`);
 /// - the parameter of `Bearer …` and `Basic …` (`Bearer [redacted]`), also
-///   percent- or form-encoded inside a URL (`%20Bearer%20[redacted]`);
+///   percent- or form-encoded inside a URL (`%20Bearer%20[redacted]`) or
+///   joined by `:` or `=` (`Bearer=[redacted]`, `bearer:[redacted]`);
 /// - the value of a header-like `Name: value` whose name looks like a
-///   credential (`X-Api-Key: [redacted]`).
+///   credential (`X-Api-Key: [redacted]`), also without the space
+///   (`Authorization:[redacted]`).
 pub fn redact(raw: &str) -> String {
     // One round's rules can make a shape another rule reads differently
     // (hiding an encoded `Bearer` parameter can leave the word before an
@@ -114,19 +68,21 @@ pub fn redact(raw: &str) -> String {
 /// second only confirms it); the odd shapes the tests found need one more.
 const MAX_ROUNDS: usize = 8;
 
-/// Each rule once, in order: userinfo, open ports, parameters, encoded
-/// authorization schemes, words.
+/// Each rule once, in order: userinfo, open ports, parameters, joined
+/// headers, encoded authorization schemes, words.
 fn redact_round(raw: &str) -> String {
     let text = userinfo::redact_anywhere(raw);
     let text = userinfo::redact_open_ports(&text);
     let text = redact_parameters(&text);
+    let text = redact_joined_headers(&text);
     let text = redact_encoded_schemes(&text);
     redact_words(&text)
 }
 
 /// `…name=value…` → `…name=[redacted]…` for credential-like names. A
-/// parameter starts the value or follows `?`, `&`, `;`, `,`, `{`, `(`, a
-/// quote or whitespace. A quoted value (`"…"`, `'…'`, or `\"…\"` inside
+/// parameter starts the value or follows `?`, `&`, `;`, `,`, `{`, `(`, `|`,
+/// a quote or whitespace. Blanks may stand around the `=` (or `==`, `!=`):
+/// `token =abc` is a typo an upstream may still accept. A quoted value (`"…"`, `'…'`, or `\"…\"` inside
 /// JSON text, also after PromQL's `=~`) runs to its closing quote, which is
 /// kept; any other value runs to the next `&`, `;`, `#`, `"`, backtick or
 /// whitespace.
@@ -140,7 +96,8 @@ fn redact_parameters(value: &str) -> String {
             || matches!(
                 bytes[i - 1],
                 // `#`: a fragment can hold `access_token=…` (OAuth's implicit flow).
-                b'?' | b'#' | b'&' | b';' | b',' | b'{' | b'(' | b'"' | b'\'' | b'`'
+                // `|`: an alternative of a regex (`podSelectorRegex`, PromQL's `=~`).
+                b'?' | b'#' | b'&' | b';' | b',' | b'{' | b'(' | b'|' | b'"' | b'\'' | b'`'
             )
             || bytes[i - 1].is_ascii_whitespace();
         if !starts {
@@ -154,11 +111,18 @@ fn redact_parameters(value: &str) -> String {
                     || c.is_whitespace()
             })
             .unwrap_or(rest.len());
-        if !rest[name_len..].starts_with('=') || !is_credential_name(&rest[..name_len]) {
+        let after_name = &rest[name_len..];
+        let gap = after_name.len() - after_name.trim_start_matches(BLANKS).len();
+        let operator = ["==", "!=", "="]
+            .into_iter()
+            .find(|op| after_name[gap..].starts_with(op));
+        let Some(operator) = operator.filter(|_| is_credential_name(&rest[..name_len])) else {
             i += 1;
             continue;
-        }
-        let after_equals = i + name_len + 1;
+        };
+        let after_operator = &after_name[gap + operator.len()..];
+        let blanks = after_operator.len() - after_operator.trim_start_matches(BLANKS).len();
+        let after_equals = i + name_len + gap + operator.len() + blanks;
         let (value_start, value_len) = parameter_value(&value[after_equals..]);
         let value_start = after_equals + value_start;
         if value_len > 0 && &value[value_start..value_start + value_len] != REDACTED {
@@ -171,6 +135,9 @@ fn redact_parameters(value: &str) -> String {
     out.push_str(&value[copied..]);
     out
 }
+
+/// What may stand around a parameter's `=`: spaces and tabs, not a line break.
+const BLANKS: [char; 2] = [' ', '\t'];
 
 /// Where the credential in `tail` (the text after `name=`) starts and how
 /// long it is: inside the quotes of a quoted value, else up to the next
@@ -274,7 +241,7 @@ fn redact_words(value: &str) -> String {
             .rsplit(|c: char| !c.is_ascii_alphanumeric())
             .next()
             .unwrap_or_default();
-        let is_scheme = AUTH_SCHEMES.iter().any(|s| word.eq_ignore_ascii_case(s));
+        let is_scheme = is_auth_scheme(word);
         if redact_next && !run.is_empty() && !(is_scheme && word == run) {
             out.push_str(REDACTED);
             redact_next = false;
@@ -287,65 +254,89 @@ fn redact_words(value: &str) -> String {
 }
 
 /// `Name:` (a word ending in one colon, perhaps quoted) naming a header
-/// that carries a credential: a dashed header name that looks like a
-/// credential (`X-Api-Key`, `X-Auth-Token`, `Proxy-Authorization`), or one
-/// of [`HEADER_WORDS`]. A name without a dash must be one of those words,
-/// so an error code such as `ExpiredToken: The security token…` keeps its
-/// explanation.
+/// that carries a credential ([`names::is_header`]), or an authentication
+/// scheme written as one (`Bearer: abc`).
 fn is_header_name(word: &str) -> bool {
     let quote = |c: char| matches!(c, '"' | '\'' | '`');
-    let Some(name) = word.strip_suffix(':').map(|name| name.trim_matches(quote)) else {
-        return false;
-    };
-    if name.is_empty()
-        || !name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-    {
-        return false;
-    }
-    if name.contains('-') {
-        is_credential_name(name)
-    } else {
-        HEADER_WORDS.iter().any(|w| name.eq_ignore_ascii_case(w))
-    }
+    word.strip_suffix(':')
+        .map(|name| name.trim_matches(quote))
+        .is_some_and(|name| is_header(name) || is_auth_scheme(name))
 }
 
-fn is_credential_name(name: &str) -> bool {
-    if name.is_empty() {
-        return false;
-    }
-    let name = percent_decoded_lowercase(name);
-    CREDENTIAL_NAMES.contains(&name.as_str())
-        || CREDENTIAL_PARTS.iter().any(|part| name.contains(part))
-        || name.ends_with("key")
-}
-
-/// Lowercase, with `%XX` escapes decoded (`%74oken` is `token`).
-fn percent_decoded_lowercase(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
+/// `…Authorization:abc…` → `…Authorization:[redacted]…`: a header name
+/// ([`names::is_header`]) joined to its value by a `:` without the space
+/// [`redact_words`] splits at, and an authentication scheme joined to its
+/// credential by `:` or `=` (`bearer:abc`, `Bearer=abc`). The name starts
+/// the text or follows a byte that cannot be in one (so `ExpiredToken:`
+/// is not `Token:`), and may be closed by a quote (`{"Authorization":"abc"}`).
+/// The value is read as a parameter's ([`parameter_value`]); a value that
+/// is a scheme (`Authorization:Bearer abc`) is kept for [`redact_words`],
+/// which hides the word after it.
+fn redact_joined_headers(value: &str) -> String {
+    let is_name_byte = |b: u8| b.is_ascii_alphanumeric() || b == b'-' || b == b'_';
+    let bytes = value.as_bytes();
+    let mut out = String::with_capacity(value.len());
+    let (mut copied, mut i) = (0, 0);
     while i < bytes.len() {
-        let escaped = match text.get(i + 1..i + 3) {
-            Some(hex) if bytes[i] == b'%' && hex.bytes().all(|b| b.is_ascii_hexdigit()) => {
-                u8::from_str_radix(hex, 16).ok()
-            }
-            _ => None,
-        };
-        match escaped {
-            Some(byte) => {
-                out.push(byte.to_ascii_lowercase());
-                i += 3;
-            }
-            None => {
-                out.push(bytes[i].to_ascii_lowercase());
-                i += 1;
-            }
+        if !is_name_byte(bytes[i]) || (i > 0 && is_name_byte(bytes[i - 1])) {
+            i += 1;
+            continue;
         }
+        let name_end = i + bytes[i..].iter().take_while(|b| is_name_byte(**b)).count();
+        // Every position here follows an ASCII byte: a char boundary.
+        let name = &value[i..name_end];
+        let after_name = &value[name_end..];
+        let closed = ["\\\"", "\"", "'", "`"]
+            .into_iter()
+            .find(|q| after_name.starts_with(q))
+            .map_or(0, str::len);
+        let separator = after_name[closed..].bytes().next();
+        let joined = match separator {
+            Some(b':') => {
+                !after_name[closed + 1..].starts_with(':')
+                    && (is_header(name) || is_auth_scheme(name))
+            }
+            Some(b'=') => is_auth_scheme(name),
+            _ => false,
+        };
+        if !joined {
+            i = name_end;
+            continue;
+        }
+        let after_separator = name_end + closed + 1;
+        let (start, len) = parameter_value(&value[after_separator..]);
+        let (start, end) = (after_separator + start, after_separator + start + len);
+        let shown = &value[start..end];
+        if len > 0 && shown != REDACTED && !is_auth_scheme(shown) {
+            out.push_str(&value[copied..start]);
+            out.push_str(REDACTED);
+            copied = end;
+        }
+        i = end.max(name_end);
     }
-    String::from_utf8_lossy(&out).into_owned()
+    out.push_str(&value[copied..]);
+    out
 }
 
+/// What an error about one `entry` of the `separator`-separated `list`
+/// quotes: the entry itself when cutting the list changes nothing the
+/// redactor hides (each piece redacted alone, joined again, is the whole
+/// list redacted), else the whole list. A password holding the separator
+/// is cut in two halves that look like no credential alone (`u:pa,ss@h`
+/// gives `u:pa`), while the whole list still does (`[redacted]@h`). The
+/// caller redacts what this returns, as every echo is.
+pub fn entry_to_echo<'a>(list: &'a str, entry: &'a str, separator: char) -> &'a str {
+    let mut pieces = String::with_capacity(list.len());
+    for (n, piece) in list.split(separator).enumerate() {
+        if n > 0 {
+            pieces.push(separator);
+        }
+        pieces.push_str(&redact(piece));
+    }
+    if pieces == redact(list) { entry } else { list }
+}
+
+#[cfg(test)]
+mod shape_tests;
 #[cfg(test)]
 mod tests;

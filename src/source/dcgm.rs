@@ -141,7 +141,15 @@ impl DcgmSource {
             label.push_str(&format!(" namespace={ns}"));
         }
         if let Some(pods) = &self.pods {
-            label.push_str(&format!(" pod=~{}", pods.0.as_str()));
+            // The pattern is redacted on its own too, so what it hides does
+            // not hang on the `^(?:` around it, which the redactor reads as
+            // part of a name or of a `user:password`.
+            let anchored = pods.0.as_str();
+            let pattern = anchored
+                .strip_prefix("^(?:")
+                .and_then(|p| p.strip_suffix(")$"))
+                .unwrap_or(anchored);
+            label.push_str(&format!(" pod=~^(?:{})$", redact(pattern)));
         }
         redact(&label)
     }
@@ -339,6 +347,40 @@ DCGM_FI_DEV_GPU_UTIL{gpu="3",UUID="GPU-d",pci_bus_id="00000000:64:00.0",device="
             .mean_utilization()
             .is_none()
         );
+    }
+
+    #[test]
+    fn the_label_shows_the_selector_redacted() {
+        let target = ScrapeTarget::parse("http://10.0.0.9:9400/metrics").expect("target");
+        for pattern in ["llama-8b-.*", "vllm-(a|b)-[0-9]+", "[a-z]+-\\d{2,}"] {
+            let source = DcgmSource {
+                targets: vec![target.clone()],
+                ..source(Some("inference"), Some(pattern))
+            };
+            assert_eq!(
+                source.label(),
+                format!(
+                    "dcgm http://10.0.0.9:9400/metrics namespace=inference pod=~^(?:{pattern})$"
+                ),
+            );
+        }
+        // A value runs to the end of its word (a password may hold `)`), so
+        // these lose the closing `)$` too.
+        for pattern in [
+            "token=S3CRET",
+            "x|password=S3CRET",
+            "secret:S3CRET",
+            "Authorization:S3CRET",
+            "bearer:S3CRET",
+            "S3CRET_abc123@h:1",
+            "Bearer S3CRET",
+        ] {
+            let label = source(None, Some(pattern)).label();
+            assert!(
+                !label.contains("S3CRET") && label.contains("[redacted]"),
+                "{pattern} → {label}"
+            );
+        }
     }
 
     #[test]

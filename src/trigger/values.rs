@@ -8,6 +8,7 @@ use std::time::Duration;
 use super::error::{MAX_UNKNOWN_LISTED, MetadataError, Redacted, conflict, invalid};
 use super::keda_names::refusal;
 use super::keys;
+use crate::guard::redact::entry_to_echo;
 use crate::source::ScrapeTarget;
 use crate::source::http::IpFamily;
 
@@ -347,7 +348,8 @@ pub fn targets(
                 }
             }
             Err(reason) => {
-                errors.push(invalid(sent_key, entry, reason));
+                // A comma inside a password cuts it: quote the whole list then.
+                errors.push(invalid(sent_key, entry_to_echo(raw, entry, ','), reason));
                 return None;
             }
         }

@@ -18,6 +18,7 @@
 
 use std::ops::Range;
 
+use super::names::is_credential_name;
 use super::text::{REDACTED, split_keep};
 
 /// `redact_anywhere`'s words: text between whitespace other than tab, CR
@@ -30,10 +31,12 @@ fn ends_word(c: char) -> bool {
 /// Every userinfo hidden: in each entry of each word, from the start of its
 /// authority (after `scheme:` and its slashes, after a leading `//`, or the
 /// entry's start) to its last `@` or `%40`. An entry without a scheme is a
-/// userinfo only when that part holds a `:` (`user:password@host`), so an
-/// e-mail address or PromQL's `@` modifier keeps its text. A word that
+/// userinfo when that part holds a `:` (`user:password@host`). A word that
 /// holds no userinfo on its own but follows one that opened it
-/// (`http://u:pa ss@h`: a space inside the password) is hidden with it.
+/// (`http://u:pa ss@h`: a space inside the password) is hidden with it;
+/// failing that, a token alone before the `@` is ([`bare_token_start`]),
+/// while an e-mail address's plain user name or PromQL's `@` modifier
+/// keeps its text.
 pub(super) fn redact_anywhere(text: &str) -> String {
     let runs = split_keep(text, ends_word);
     let mut out: Vec<String> = runs.iter().map(|(_, run)| (*run).to_owned()).collect();
@@ -47,22 +50,29 @@ pub(super) fn redact_anywhere(text: &str) -> String {
             };
             let hidden = match userinfo_start(word, entry.start, at) {
                 Some(start) => start..at,
-                // A `[redacted]@` is one this pass made, when it chose
-                // not to join: choosing again would not be idempotent.
-                None if n == 0 && at > 0 && i >= 2 && &word[..at] != REDACTED => {
-                    // `http://u:pa ss@h`: the previous word opened a
-                    // userinfo this one closes; hide both halves. Read the
-                    // previous word as already redacted, since an earlier
-                    // entry of it may have had its own userinfo hidden.
-                    let previous = &out[i - 2];
-                    if let Some(start) = opened_userinfo(previous) {
-                        out[i - 2] = format!("{}{REDACTED}", &previous[..start]);
-                        out[i - 1] = String::new();
-                        copied = at;
+                None => {
+                    // A `[redacted]@` is one this pass made, when it chose
+                    // not to join: choosing again would not be idempotent.
+                    if n == 0 && at > 0 && i >= 2 && &word[..at] != REDACTED {
+                        // `http://u:pa ss@h`: the previous word opened a
+                        // userinfo this one closes; hide both halves. Read
+                        // the previous word as already redacted, since an
+                        // earlier entry of it may have had its own userinfo
+                        // hidden. Tried before the token rule, which would
+                        // hide only this half.
+                        let previous = &out[i - 2];
+                        if let Some(start) = opened_userinfo(previous) {
+                            out[i - 2] = format!("{}{REDACTED}", &previous[..start]);
+                            out[i - 1] = String::new();
+                            copied = at;
+                            continue;
+                        }
                     }
-                    continue;
+                    match bare_token_start(word, entry.start, at) {
+                        Some(start) => start..at,
+                        None => continue,
+                    }
                 }
-                None => continue,
             };
             if hidden.is_empty() || &word[hidden.clone()] == REDACTED {
                 continue;
@@ -227,6 +237,64 @@ fn userinfo_start(word: &str, from: usize, at: usize) -> Option<usize> {
         (start, true) => Some(start),
         (start, false) => has_colon(&word[start..at]).then_some(start),
     }
+}
+
+/// Where a token that stands alone before the `@` (or `%40`) at `at` starts,
+/// in the entry part `word[from..at]` that holds no `:`: a token pasted as
+/// the whole userinfo (`ghp_…@10.0.0.5:8000`, `TOKEN@kafka:9092`), which
+/// GitHub and token-only brokers read as the credential. It is hidden when
+/// - a host follows the `@`: letters, digits, `.`, `-` or `_` that are not
+///   a number with at most one `.` (PromQL's `x@1700000000` timestamp) and
+///   not a function's name (`x@start()`), or a bracketed IPv6 address; and
+/// - the token (the run of letters, digits and `-._~+/%!$*` before the
+///   `@`, with any trailing `=` of base64 padding) is not a plain user
+///   name: one to seven lowercase ASCII letters that are not a credential's
+///   name (`u@a:1`, `alice@kafka:9092`, `someone@example.com` keep theirs;
+///   `TOKEN`, `u1`, `postgres`, `secret` do not).
+///
+/// A plain user name is kept because it names someone (an e-mail address,
+/// `user@host` in an error) and cannot be a token of any strength; anything
+/// else is hidden, since a short token is still a token.
+fn bare_token_start(word: &str, from: usize, at: usize) -> Option<usize> {
+    let bytes = word.as_bytes();
+    let at_len = if word[at..].starts_with("%40") { 3 } else { 1 };
+    if !host_follows(&word[at + at_len..]) {
+        return None;
+    }
+    let is_token_byte = |b: &u8| b.is_ascii_alphanumeric() || b"-._~+/%!$*".contains(b);
+    let padding = bytes[from..at]
+        .iter()
+        .rev()
+        .take_while(|b| **b == b'=')
+        .count();
+    let end = at - padding;
+    let start = end
+        - bytes[from..end]
+            .iter()
+            .rev()
+            .take_while(|b| is_token_byte(b))
+            .count();
+    let token = &word[start..at];
+    let plain = token.len() <= 7
+        && token.bytes().all(|b| b.is_ascii_lowercase())
+        && !is_credential_name(token);
+    (start < end && !plain).then_some(start)
+}
+
+/// True when `rest`, the text after an `@`, starts with a host (as
+/// [`bare_token_start`] says).
+fn host_follows(rest: &str) -> bool {
+    if rest.starts_with('[') {
+        return rest.contains(']');
+    }
+    let len = rest
+        .bytes()
+        .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
+        .count();
+    let host = &rest[..len];
+    let number =
+        host.bytes().all(|b| b.is_ascii_digit() || b == b'.') && host.matches('.').count() <= 1;
+    len > 0 && !number && !rest[len..].starts_with('(')
 }
 
 /// If the last entry of `word` opened a userinfo that a later word closes,

@@ -1,0 +1,135 @@
+//! Shapes the first rules let through: a token as the whole userinfo of a
+//! schemeless entry, a list cut inside a password, and parameters or
+//! headers written without the usual spaces. `tests.rs` holds the rest.
+
+use super::{entry_to_echo, redact};
+
+/// Each `(raw, expected)` pair, and redacting the expected text again
+/// changes nothing.
+fn check(table: &[(&str, &str)]) {
+    for (raw, expected) in table {
+        assert_eq!(redact(raw), *expected, "{raw:?}");
+        assert_eq!(redact(expected), *expected, "{raw:?} twice");
+    }
+}
+
+#[test]
+fn a_token_alone_before_a_host_is_redacted() {
+    check(&[
+        (
+            "ghp_abc123def456@10.0.0.5:8000/metrics",
+            "[redacted]@10.0.0.5:8000/metrics",
+        ),
+        ("TOKEN@kafka:9092", "[redacted]@kafka:9092"),
+        ("error: TOKEN@kafka:9092", "error: [redacted]@kafka:9092"),
+        ("(ghp_abc123def456@h/x)", "([redacted]@h/x)"),
+        ("url=TOKEN@h:1", "url=[redacted]@h:1"),
+        ("dXNlcjpwYXNz==@h:1", "[redacted]@h:1"),
+        ("TOKEN%40kafka:9092", "[redacted]%40kafka:9092"),
+        ("abc.def-ghi_jkl@h:1", "[redacted]@h:1"),
+        ("j42@example.com: failed", "[redacted]@example.com: failed"),
+        // Short and lowercase, but a credential's name: hidden anyway.
+        ("token@kafka:9092", "[redacted]@kafka:9092"),
+        ("secret@kafka:9092", "[redacted]@kafka:9092"),
+        // Eight letters or more is long enough to be a token.
+        ("postgres@db:5432", "[redacted]@db:5432"),
+        ("u1@h:1", "[redacted]@h:1"),
+        ("Alice@h:1", "[redacted]@h:1"),
+        // A space in a password still joins the word that opened it.
+        ("u:S3 CRET@h:9092", "[redacted]@h:9092"),
+        ("u:S3 TOKEN42@h:9092", "[redacted]@h:9092"),
+        ("http://u:S3 CRET@h/m", "http://[redacted]@h/m"),
+        ("error: u:S3 alice@h:1", "error: [redacted]@h:1"),
+    ]);
+    // A plain user name (one to seven lowercase letters, not a credential's
+    // name), an address without a host, a PromQL `@` timestamp or function.
+    for raw in [
+        "u@a:1",
+        "error: u@a:1",
+        "alice@kafka:9092",
+        "someone@example.com",
+        "mail someone@example.com: failed",
+        "sum(x)@1700000000",
+        "http_requests_total@1700000000",
+        "http_requests_total@1700000000.5",
+        "http_requests_total@start()",
+        "http_requests_total @ 1700000000",
+        "TOKEN@",
+        "TOKEN@:9092",
+        "[redacted]@h:1",
+    ] {
+        assert_eq!(redact(raw), raw, "{raw:?}");
+    }
+}
+
+#[test]
+fn a_list_cut_inside_a_password_is_echoed_whole() {
+    for (list, entry, echoed) in [
+        ("u:pa,ss@h", "u:pa", "u:pa,ss@h"),
+        ("u:pa,ss@h:9092", "u:pa", "u:pa,ss@h:9092"),
+        (
+            "http://u:pa,ss@h:1/metrics",
+            "http://u:pa",
+            "http://u:pa,ss@h:1/metrics",
+        ),
+        // Cut where no credential is: the entry alone says which one.
+        (
+            "http://a:1/metrics,http://b:1/metrics",
+            "http://b:1/metrics",
+            "http://b:1/metrics",
+        ),
+        (
+            "http://a:1/metrics, ftp://b:1/metrics",
+            "ftp://b:1/metrics",
+            "ftp://b:1/metrics",
+        ),
+    ] {
+        assert_eq!(entry_to_echo(list, entry, ','), echoed, "{list:?}");
+    }
+    for (list, entry) in [("u:pa,ss@h", "u:pa"), ("x,u:pa,ss,tt@h:1", "u:pa")] {
+        let shown = redact(entry_to_echo(list, entry, ','));
+        for piece in ["pa", "ss", "tt"] {
+            assert!(!shown.contains(piece), "{list:?} → {shown:?}");
+        }
+    }
+}
+
+#[test]
+fn credentials_without_the_usual_spaces_are_redacted() {
+    check(&[
+        ("http://h/m?token =S3CRET", "http://h/m?token =[redacted]"),
+        ("token = S3CRET", "token = [redacted]"),
+        ("password =\"S3CRET\"", "password =\"[redacted]\""),
+        ("Authorization:S3CRET", "Authorization:[redacted]"),
+        ("authorization:S3CRET rest", "authorization:[redacted] rest"),
+        ("x-auth-token:S3CRET", "x-auth-token:[redacted]"),
+        ("bearer:S3CRET", "bearer:[redacted]"),
+        ("Bearer=S3CRET", "Bearer=[redacted]"),
+        ("Basic=dXNlcjpTM0NSRVQ=", "Basic=[redacted]"),
+        ("Bearer: S3CRET", "Bearer: [redacted]"),
+        (
+            "Authorization:Bearer S3CRET",
+            "Authorization:Bearer [redacted]",
+        ),
+        (
+            r#"{"Authorization":"S3CRET","x":1}"#,
+            r#"{"Authorization":"[redacted]","x":1}"#,
+        ),
+        ("header=bearer:S3CRET&x=1", "header=bearer:[redacted]&x=1"),
+        // A value runs past `)`, as a password may hold one.
+        ("(x|token=S3CRET)", "(x|token=[redacted]"),
+    ]);
+    for raw in [
+        "vllm:num_requests_waiting",
+        "ExpiredToken:The security token included in the request is expired",
+        "Content-Type:text/plain",
+        "Bearers:x",
+        "basically:fine",
+        "token =",
+        "a == b",
+        "http://h:1/metrics",
+        "a|b",
+    ] {
+        assert_eq!(redact(raw), raw, "{raw:?}");
+    }
+}
