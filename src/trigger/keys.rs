@@ -50,6 +50,7 @@ pub const PROMETHEUS_ADDRESS: &str = "prometheusAddress";
 pub const SERVER_ADDRESS: &str = "serverAddress";
 /// Label filter `namespace="…"` added to every default PromQL query and, for
 /// `dcgmTargets`, the namespace of the pods whose GPUs count. Default: none.
+/// Refused on a trigger with neither (it would do nothing).
 pub const NAMESPACE: &str = "namespace";
 /// PromQL for `W`. Default `sum(<waiting gauge>{model, namespace})`. Several
 /// series are summed.

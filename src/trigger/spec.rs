@@ -217,6 +217,18 @@ impl TriggerSpec {
             None
         };
         let gpu = gpu_input(&md, prometheus.as_ref(), &mut errors);
+        // `namespace` scopes the PromQL queries and the GPUs of `dcgmTargets`; without either it
+        // would do nothing, and a user who set it believes it narrows something.
+        if let Some((sent, value)) = md.get(keys::NAMESPACE)
+            && !declared.prometheus
+            && !md.has(keys::DCGM_TARGETS)
+        {
+            errors.push(invalid(
+                sent,
+                value,
+                "a namespace for the PromQL queries (`prometheusAddress`) or the GPUs of `dcgmTargets`; this trigger reads neither, so drop it (the pods are the ones `vllmTargets` names)",
+            ));
+        }
         let gpu_guard = gpu_guard(&md, gpu.is_some(), &mut errors);
 
         match (target, engine_input.is_some() || broker.is_some()) {

@@ -252,3 +252,44 @@ fn a_prometheus_address_nothing_reads_is_refused() {
         1,
     )]);
 }
+
+/// `namespace` scopes PromQL and the GPUs of `dcgmTargets`: on a trigger that reads neither it
+/// would do nothing, so it is refused with its value; where it scopes something it is kept.
+#[test]
+fn a_namespace_nothing_reads_is_refused() {
+    for pairs in [
+        &[
+            ("vllmTargets", "http://a:1/metrics"),
+            ("namespace", "ml"),
+            T,
+        ][..],
+        &[KAFKA[0], KAFKA[1], ("topic", "t"), ("namespace", "ml"), T][..],
+    ] {
+        let errors = errors(pairs);
+        assert!(
+            errors.len() == 1
+                && errors[0].contains("`namespace` has value `ml`")
+                && errors[0].contains("this trigger reads neither"),
+            "{pairs:?}: {errors:?}"
+        );
+    }
+    for pairs in [
+        &[
+            ("prometheusAddress", "http://p:9090"),
+            ("namespace", "ml"),
+            T,
+        ][..],
+        &[
+            ("vllmTargets", "http://a:1/metrics"),
+            ("dcgmTargets", "http://d:9400/metrics"),
+            ("podSelectorRegex", "llama-.*"),
+            ("namespace", "ml"),
+            T,
+        ][..],
+    ] {
+        assert!(
+            TriggerSpec::from_metadata(pairs.iter().copied()).is_ok(),
+            "{pairs:?}"
+        );
+    }
+}
