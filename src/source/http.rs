@@ -96,6 +96,12 @@ impl ScrapeTarget {
             url.set_path("/metrics");
         }
         url.set_fragment(None);
+        // Port 0 is "any port" to a listener and no port to connect to.
+        if url.port() == Some(0) {
+            return Err(
+                "port 0 is no port to connect to; write the port the pods serve on".to_owned(),
+            );
+        }
         if !dns {
             return Ok(ScrapeTarget::Static(url));
         }

@@ -92,6 +92,7 @@ pub fn prometheus_address(md: &Metadata<'_>, errors: &mut Vec<MetadataError>) ->
             matches!(u.scheme(), "http" | "https") && u.host_str().is_some_and(|h| !h.is_empty())
         })
         .filter(|u| u.username().is_empty() && u.password().is_none())
+        .filter(|u| u.port() != Some(0))
         .filter(|_| {
             !raw.split_once("://")
                 .is_some_and(|(_, rest)| rest.starts_with('/'))
@@ -103,7 +104,7 @@ pub fn prometheus_address(md: &Metadata<'_>, errors: &mut Vec<MetadataError>) ->
         errors.push(invalid(
             sent,
             raw,
-            "an http(s)://HOST:PORT URL of a Prometheus API, without credentials or spaces",
+            "an http(s)://HOST:PORT URL of a Prometheus API (a port other than 0), without credentials or spaces",
         ));
     }
     valid

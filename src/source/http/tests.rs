@@ -17,6 +17,8 @@ fn rejects_what_cannot_be_scraped() {
         ("not a url", "not a URL"),
         ("http://u:p@a/metrics", "credentials"),
         ("dns+http://10.0.0.1:80/metrics", "DNS name"),
+        ("http://10.0.0.7:0/metrics", "port 0"),
+        ("dns+http://vllm.ml:0/metrics", "port 0"),
     ] {
         let err = ScrapeTarget::parse(entry).expect_err(entry);
         assert!(err.contains(needle), "{entry}: {err}");

@@ -77,6 +77,12 @@ fn an_invalid_source_reports_only_its_own_errors() {
             1,
         ),
         (
+            &[("prometheusAddress", "http://p:0"), T],
+            &["prometheusAddress", "`http://p:0`", "a port other than 0"],
+            &[REQUIRED, PER_POD],
+            1,
+        ),
+        (
             &[("serverAddress", "http://u:pw@p:9090"), T],
             &["serverAddress", "without credentials"],
             &[REQUIRED, PER_POD, "pw@"],
