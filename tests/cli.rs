@@ -414,6 +414,26 @@ fn a_closed_stdout_is_not_a_crash() {
         "{stderr}"
     );
     assert!(!stderr.contains("panicked"), "{stderr}");
+    // `check --from-keda` writes its migration in one piece: the same rule.
+    let example = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/k8s/examples/from-keda/kafka.yaml"
+    );
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    let output = Command::new(BIN)
+        .args(["check", "--from-keda", example])
+        .stdout(full)
+        .output()
+        .expect("binary runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("cannot write to standard output"),
+        "{stderr}"
+    );
 }
 
 /// `demo | head`: once nobody reads the live view, the demo stops as Ctrl-C would.

@@ -73,9 +73,8 @@ pub fn run(path: &Path, config: &ScalerConfig) -> ExitCode {
             }
         }
     }
-    // One write, and a closed pipe (`| head`) is not a crash.
-    use std::io::Write as _;
-    let _ = std::io::stdout().lock().write_all(out.as_bytes());
+    // One write; a closed pipe (`| head`) is not a crash, a full disk is reported.
+    super::super::stdout::write(format_args!("{out}"));
     if ok {
         ExitCode::SUCCESS
     } else {

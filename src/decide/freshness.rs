@@ -13,6 +13,7 @@ use std::time::{Instant, SystemTime};
 use crate::decide::fusion::{self, Decision, Policy};
 use crate::decide::quorum::{self, Fleet};
 use crate::decide::signal_state::SignalState;
+use crate::decide::unavailable::MAX_METRIC_VALUE;
 pub use crate::decide::unavailable::Unavailable;
 use crate::source::{EngineReading, Reading, SourceSpec};
 use crate::trigger::{EngineInput, GpuInput, TriggerSpec};
@@ -209,7 +210,7 @@ pub fn evaluate(
         match (assemble(spec, &fresh, memory, fleet.as_ref()), oldest) {
             (Ok(signals), Some(oldest)) => {
                 let decision = fusion::fuse(&spec.fusion, &signals);
-                if decision.backlog.is_finite() {
+                if decision.backlog <= MAX_METRIC_VALUE {
                     Status::Ready {
                         decision,
                         valid_until: oldest + max_age,

@@ -10,6 +10,10 @@ use std::time::Duration;
 use crate::guard::redact::redact;
 use crate::source::{Engine, SourceError, SourceSpec};
 
+/// The largest `B` handed to KEDA: far above any real fleet's backlog, and below where KEDA
+/// v2.17–v2.19's `int64(value × 1000)` overflows (~9.2e15).
+pub const MAX_METRIC_VALUE: f64 = 1e15;
+
 /// Why a trigger cannot be measured now; KEDA's fallback applies.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum Unavailable {
@@ -151,14 +155,15 @@ pub enum Unavailable {
         /// Each left-out pod's error and failed polls.
         left_out: Vec<String>,
     },
-    /// The signals add up to a backlog no metric value can carry: a source reports numbers
-    /// beyond any real fleet (a gauge of `1e308`). KEDA reads an infinite value as 0, so it
-    /// is a lost signal, not a number to hand on.
+    /// The signals add up to a backlog above [`MAX_METRIC_VALUE`] or infinite: a source
+    /// reports numbers beyond any real fleet (a gauge of `1e308`). KEDA cannot carry it (it
+    /// reads infinity as 0; before v2.20 it multiplied the value by 1000 into an int64, which
+    /// overflows above ~9.2e15), so it is a lost signal, not a number to hand on.
     #[error(
-        "the signals add up to B = {backlog}, which no metric value can carry (KEDA would read it as 0): a source reports numbers beyond any real fleet"
+        "the signals add up to B = {backlog}, more than KEDA can carry (at most 1e15; infinity reads as 0, and before v2.20 a value over ~9.2e15 overflows): a source reports numbers beyond any real fleet"
     )]
     Unrepresentable {
-        /// The fused value (infinite or NaN).
+        /// The fused value.
         backlog: f64,
     },
     /// More than one source is lost (never a list of one).

@@ -226,7 +226,7 @@ impl TriggerSpec {
             errors.push(invalid(
                 sent,
                 value,
-                "a namespace for the PromQL queries (`prometheusAddress`) or the GPUs of `dcgmTargets`; this trigger reads neither, so drop it (the pods are the ones `vllmTargets` names)",
+                "a namespace for the PromQL queries (`prometheusAddress`) or the GPUs of `dcgmTargets`; this trigger reads neither, so it would do nothing: drop it",
             ));
         }
         let gpu_guard = gpu_guard(&md, gpu.is_some(), &mut errors);

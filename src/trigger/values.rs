@@ -223,8 +223,12 @@ fn near_enough(valid: &str) -> usize {
 /// infinity, which no metric value can carry; `1e-320` itself prints as 300 digits.
 pub const NUMBER_SIZES: std::ops::RangeInclusive<f64> = 1e-6..=1e9;
 
-/// What [`NUMBER_SIZES`] adds to a key's allowed text when a value breaks only it.
-const SIZES_ALLOWED: &str = "and 0 or from 0.000001 to 1000000000 in size";
+/// What [`NUMBER_SIZES`] adds to a key's allowed text when a value breaks only it (the
+/// first where the key allows 0).
+const SIZES_ALLOWED: [&str; 2] = [
+    "and 0 or from 0.000001 to 1000000000 in size",
+    "and from 0.000001 to 1000000000 in size",
+];
 
 /// A finite number satisfying `valid` and [`NUMBER_SIZES`], if the key is present.
 pub fn number(
@@ -240,11 +244,8 @@ pub fn number(
             if v == 0.0 || NUMBER_SIZES.contains(&v.abs()) {
                 Some(v)
             } else {
-                errors.push(invalid(
-                    sent_key,
-                    raw,
-                    format!("{allowed}; {SIZES_ALLOWED}"),
-                ));
+                let sizes = SIZES_ALLOWED[usize::from(!valid(0.0))];
+                errors.push(invalid(sent_key, raw, format!("{allowed}; {sizes}")));
                 None
             }
         }

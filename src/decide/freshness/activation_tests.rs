@@ -206,7 +206,8 @@ fn an_empty_dcgm_name_among_answering_exporters_is_degraded_too() {
 }
 
 /// Gauges beyond any real fleet (a broken exporter's `1e308`) add up to an infinite `B`, which
-/// KEDA reads as 0: the trigger is unavailable with the reason, never a silent scale-down.
+/// KEDA reads as 0, or past what KEDA before v2.20 can carry: the trigger is unavailable with
+/// the reason, never a silent scale-down.
 #[test]
 fn a_backlog_no_metric_can_carry_is_unavailable() {
     let now = Instant::now();
@@ -237,18 +238,26 @@ fn a_backlog_no_metric_can_carry_is_unavailable() {
         Err(reason @ Unavailable::Unrepresentable { .. }) => assert!(
             reason
                 .to_string()
-                .contains("B = inf, which no metric value can carry"),
+                .contains("B = inf, more than KEDA can carry"),
             "{reason}"
         ),
         other => panic!("expected Unrepresentable, got {other:?}"),
     }
-    // Large but finite is still a number (the HPA caps it at maxReplicaCount).
-    let e = evaluate(
-        &s,
-        reports(&s, vec![engine(vec![pod(1e12)])]),
-        &mut TriggerMemory::default(),
-        now,
-        SystemTime::UNIX_EPOCH,
+    // Past 1e15 KEDA before v2.20 overflows; up to it, a number (the HPA caps the replicas).
+    let at = |waiting: f64| {
+        evaluate(
+            &s,
+            reports(&s, vec![engine(vec![pod(waiting)])]),
+            &mut TriggerMemory::default(),
+            now,
+            SystemTime::UNIX_EPOCH,
+        )
+        .decision_at(now)
+    };
+    assert_eq!(at(1e15).expect("a value").backlog, 1e15);
+    assert!(
+        matches!(at(2e15), Err(Unavailable::Unrepresentable { backlog }) if backlog == 2e15),
+        "{:?}",
+        at(2e15)
     );
-    assert_eq!(e.decision_at(now).expect("a value").backlog, 1e12);
 }

@@ -264,6 +264,14 @@ fn numbers_of_no_meaningful_size_are_refused() {
         (&[SCRAPE, T], "activationBacklog", "1e300", "1000000000"),
         (SQS, "messageWeight", "1e-100", "0.000001"),
     ];
+    // A key that refuses 0 does not offer it in the sizes either.
+    let text = error_text(&[SCRAPE, T, ("runningPerReplica", "0.0000009")]);
+    assert!(
+        text.contains("and from 0.000001 to 1000000000 in size") && !text.contains("and 0 or"),
+        "{text}"
+    );
+    let text = error_text(&[SCRAPE, T, ("activationBacklog", "1e-9")]);
+    assert!(text.contains("and 0 or from 0.000001"), "{text}");
     for (base, key, value, allowed) in cases {
         let mut pairs: Vec<(&str, &str)> = base.to_vec();
         if *key == "targetBacklogPerReplica" {
