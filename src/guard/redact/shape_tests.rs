@@ -62,6 +62,36 @@ fn a_token_alone_before_a_host_is_redacted() {
     }
 }
 
+/// An `@` inside PromQL, a quoted label value or a regex is no userinfo, even where a `:`
+/// (every vLLM metric name has one) stands before it: what follows the host is not how a URL
+/// or a `host:port` list goes on. An outside audit found these shown as `[redacted]@…`, which
+/// also broke the paste-ready YAML of `check --from-keda`.
+#[test]
+fn an_at_inside_promql_or_a_quoted_value_is_kept() {
+    for raw in [
+        "sum(vllm:num_requests_waiting{model_name=\"m\"}@1700000000)",
+        "sum(vllm:num_requests_waiting@1700000000)",
+        "avg(vllm:kv_cache_usage_perc{model_name=\"m\"}@start())",
+        "sum(vllm:num_requests_waiting{owner=\"alice@example.com\"})",
+        "foo{team=\"alice.smith@example.com\"}",
+        "foo{team=\"ml-platform@example.com\",ns=\"x\"}",
+        "sum(vllm:num_requests_running{model_name=\"Qwen/Qwen2-7B@main\"})",
+        "dcgm http://10.0.0.9:9400/metrics pod=~^(?:vllm@.*|[a-z]+@gpu)$",
+    ] {
+        assert_eq!(redact(raw), raw, "{raw:?}");
+    }
+    // With a port, or where the entry ends, it is a userinfo whatever stands around it.
+    check(&[
+        (
+            "{\"brokers\":\"u:p@kafka:9092\"}",
+            "[redacted]@kafka:9092\"}",
+        ),
+        ("\"TOKEN@kafka:9092\"", "\"[redacted]@kafka:9092\""),
+        ("u:p@kafka", "[redacted]@kafka"),
+        ("u:p@kafka/x", "[redacted]@kafka/x"),
+    ]);
+}
+
 #[test]
 fn a_list_cut_inside_a_password_is_echoed_whole() {
     for (list, entry, echoed) in [

@@ -235,8 +235,16 @@ fn authority_start(word: &str, from: usize, to: usize) -> (usize, bool) {
 fn userinfo_start(word: &str, from: usize, at: usize) -> Option<usize> {
     match authority_start(word, from, at) {
         (start, true) => Some(start),
-        (start, false) => has_colon(&word[start..at]).then_some(start),
+        (start, false) => {
+            (has_colon(&word[start..at]) && host_follows(after_at(word, at))).then_some(start)
+        }
     }
+}
+
+/// The text after the `@` (or `%40`) at `at`.
+fn after_at(word: &str, at: usize) -> &str {
+    let at_len = if word[at..].starts_with("%40") { 3 } else { 1 };
+    &word[at + at_len..]
 }
 
 /// Where a token that stands alone before the `@` (or `%40`) at `at` starts,
@@ -257,8 +265,7 @@ fn userinfo_start(word: &str, from: usize, at: usize) -> Option<usize> {
 /// else is hidden, since a short token is still a token.
 fn bare_token_start(word: &str, from: usize, at: usize) -> Option<usize> {
     let bytes = word.as_bytes();
-    let at_len = if word[at..].starts_with("%40") { 3 } else { 1 };
-    if !host_follows(&word[at + at_len..]) {
+    if !host_follows(after_at(word, at)) {
         return None;
     }
     let is_token_byte = |b: &u8| b.is_ascii_alphanumeric() || b"-._~+/%!$*".contains(b);
@@ -281,20 +288,39 @@ fn bare_token_start(word: &str, from: usize, at: usize) -> Option<usize> {
     (start < end && !plain).then_some(start)
 }
 
-/// True when `rest`, the text after an `@`, starts with a host (as
-/// [`bare_token_start`] says).
+/// True when `rest`, the text after an `@` of an entry without a scheme, starts with a host
+/// as a URL or a `host:port` list goes on after one: letters, digits, `.`, `-` or `_` that are
+/// not a number with at most one `.` (PromQL's `x@1700000000` timestamp), or a bracketed IPv6
+/// address; then the end of the entry, a `:port` (or a `:` ending the word), or `/`, `?`, `#`,
+/// `,`, `;`, `\`, `%`.
+///
+/// Anything else after the host says the `@` is part of some other text: a function call
+/// (`x@start()`), a quoted label value (`team="ml-platform@example.com"`,
+/// `model_name="Qwen/Qwen2@main"`), a regex (`[a-z]+@gpu)$`). The price: a schemeless
+/// `user:password@host` written inside quotes and without a port (`"u:p@kafka"`) is shown; a
+/// broker address always has its port.
 fn host_follows(rest: &str) -> bool {
-    if rest.starts_with('[') {
-        return rest.contains(']');
-    }
-    let len = rest
-        .bytes()
-        .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
-        .count();
+    let len = if rest.starts_with('[') {
+        match rest.find(']') {
+            Some(close) => close + 1,
+            None => return false,
+        }
+    } else {
+        rest.bytes()
+            .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
+            .count()
+    };
     let host = &rest[..len];
     let number =
         host.bytes().all(|b| b.is_ascii_digit() || b == b'.') && host.matches('.').count() <= 1;
-    len > 0 && !number && !rest[len..].starts_with('(')
+    let after = rest.as_bytes()[len..].first().copied();
+    let goes_on_as_a_url = match after {
+        None => true,
+        // A port, or the `:` that ends a clause (`TOKEN@kafka: refused`).
+        Some(b':') => rest.as_bytes().get(len + 1).is_none_or(u8::is_ascii_digit),
+        Some(b) => matches!(b, b'/' | b'?' | b'#' | b',' | b';' | b'\\' | b'%'),
+    };
+    len > 0 && !number && goes_on_as_a_url
 }
 
 /// If the last entry of `word` opened a userinfo that a later word closes,
