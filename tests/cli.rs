@@ -100,6 +100,36 @@ async fn check_probes_sources_and_reports_the_value() {
     assert_eq!(out.matches("waiting=").count(), 3, "{out}");
 }
 
+/// One pod of three unreachable: `check` answers what `serve` answers (the pod left out, the
+/// others extrapolated to the three discovered, `degraded`) and still fails the check.
+#[tokio::test]
+async fn check_leaves_a_failing_pod_out_as_the_server_does() {
+    let pods = pods(&[(10.0, 32.0), (20.0, 32.0)]).await;
+    let mut file = tempfile::NamedTempFile::new().expect("tmp");
+    writeln!(
+        file,
+        "vllmTargets: {},http://127.0.0.1:1/metrics\nmodelName: {MODEL}\ntargetBacklogPerReplica: 10\nrunningPerReplica: 32\npolicy: backlog\n",
+        targets(&pods)
+    )
+    .expect("write");
+    let path = file.path().to_str().expect("utf8").to_owned();
+    let output = tokio::task::spawn_blocking(move || run(&["check", "--metadata", &path]))
+        .await
+        .expect("join");
+    let out = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("http://127.0.0.1:1/metrics  FAILED (upstream_error)"),
+        "{out}"
+    );
+    // (10 + 20 + 10·64/32) for two pods, × 3/2 for the one left out.
+    assert!(out.contains("=75  IsActive=true"), "{out}");
+    assert!(
+        out.contains("degraded: the pods that FAILED above are left out"),
+        "{out}"
+    );
+}
+
 #[test]
 fn check_fails_on_bad_metadata_and_on_an_unreachable_source() {
     let mut bad = tempfile::NamedTempFile::new().expect("tmp");
@@ -160,8 +190,12 @@ async fn check_times_out_a_source_at_the_servers_poll_timeout() {
     let out = text(&output);
     assert!(!output.status.success(), "{out}");
     assert!(out.contains("FAILED (timeout)"), "{out}");
-    // 90 % of the poll timeout (80 % of 2 s): the server's per-pod bound.
-    assert!(out.contains("1.44s"), "the server's per-pod timeout: {out}");
+    // 90 % of the poll timeout (80 % of 2 s), 1.44 s: the server's per-pod bound, in the
+    // words the server logs.
+    assert!(
+        out.contains("no answer within 1.4 s"),
+        "the server's per-pod timeout: {out}"
+    );
     assert!(
         started.elapsed() < std::time::Duration::from_secs(8),
         "{out}"

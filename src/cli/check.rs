@@ -16,10 +16,13 @@ use super::args::CheckInput;
 use super::stdout::out;
 use crate::api::explain::formula;
 use crate::decide::freshness::{SignalReport, TriggerMemory, evaluate};
+use crate::decide::signal_state::FailingPod;
 use crate::guard::config::ScalerConfig;
 use crate::guard::credentials::{Profiles, Section};
 use crate::guard::outbound::OutboundPolicy;
+use crate::runtime::backoff::SplitMix;
 use crate::runtime::poller::{SignalState, Timed};
+use crate::runtime::retry::read_with_retries;
 use crate::source::{HttpScraper, SourceContext, SourceError, SourceMemory, SourceSpec};
 use crate::trigger::TriggerSpec;
 
@@ -251,7 +254,10 @@ fn check_static(
     Some(spec)
 }
 
-/// Probe each source once and fuse, as the server would.
+/// Probe each source once and fuse, as the server would: one poll each, read as the server's
+/// first poll reads it (pod by pod, transient failures retried within the poll's deadline), so
+/// a failing pod among answering ones is left out and the others extrapolated, as `serve`
+/// answers. Any failure, even one the value survives, fails the check.
 async fn probe_and_fuse(
     spec: TriggerSpec,
     ctx: &SourceContext,
@@ -259,34 +265,58 @@ async fn probe_and_fuse(
 ) -> Result<String, String> {
     let mut reports = Vec::new();
     let mut failed = false;
+    let mut pods_failed = false;
     // The server's bound on one poll of this trigger, so that a source too
     // slow for the server is too slow here (not the HTTP client's cap).
     let poll_timeout = crate::runtime::poller::read_timeout(spec.poll_interval);
     for source in spec.sources() {
         let started = Instant::now();
-        // The server gives each engine pod its share of the poll's time.
-        let timeout = match &source {
-            SourceSpec::Engine(_) => poll_timeout.mul_f64(crate::runtime::retry::POD_SHARE),
-            _ => poll_timeout,
-        };
-        let result = match tokio::time::timeout(
-            timeout,
-            crate::runtime::poller::read_once(&source, ctx, &mut SourceMemory::default()),
+        let mut rng = SplitMix::for_source(&source.label());
+        let attempted = tokio::time::timeout(
+            poll_timeout,
+            read_with_retries(
+                &source,
+                ctx,
+                &mut SourceMemory::default(),
+                started + poll_timeout,
+                poll_timeout,
+                &mut rng,
+            ),
         )
-        .await
-        {
-            Ok(result) => result,
-            Err(_) => Err(SourceError::timeout(timeout)),
+        .await;
+        let result = match attempted {
+            Ok(attempted) => attempted.result,
+            Err(_) => Err(SourceError::timeout(poll_timeout)),
         };
         let mut state = SignalState::default();
         match result {
-            Ok(reading) => {
+            Ok((reading, failures)) => {
                 let _ = writeln!(
                     out,
                     "  source {source}: ok in {} ms",
                     started.elapsed().as_millis()
                 );
                 describe(&mut out, &reading);
+                for failure in failures {
+                    pods_failed = true;
+                    let _ = writeln!(
+                        out,
+                        "    {}  FAILED ({}): {}",
+                        failure.target,
+                        failure.error.outcome().as_str(),
+                        failure.error
+                    );
+                    state.failing_pods.push(FailingPod {
+                        target: failure.target,
+                        last_good: None,
+                        last_failure: Timed {
+                            value: failure.error,
+                            at: Instant::now(),
+                            wall: SystemTime::now(),
+                        },
+                        consecutive_failures: 1,
+                    });
+                }
                 state.last_good = Some(Timed {
                     value: reading,
                     at: Instant::now(),
@@ -349,13 +379,24 @@ async fn probe_and_fuse(
                     evaluation.empty_names.join(", ")
                 );
             }
+            if pods_failed {
+                let _ = writeln!(
+                    out,
+                    "  degraded: the pods that FAILED above are left out and the others' values extrapolated to every discovered pod, as the server does while at least minReportingFraction of them report"
+                );
+            }
             if spec.fusion.latency.is_some() {
                 let _ = writeln!(
                     out,
                     "  note: the TTFT quantile needs two readings a window apart; the server computes it, one probe cannot"
                 );
             }
-            Ok(out)
+            // The value stands, but a pod or a name is lost: a problem to fix.
+            if pods_failed || !evaluation.empty_names.is_empty() {
+                Err(out)
+            } else {
+                Ok(out)
+            }
         }
         // Shadow mode answers 0 for a lost signal too; the probe still
         // fails, since a trial without a signal shows nothing.
