@@ -61,7 +61,8 @@ pub const RUNNING_QUERY: &str = "runningQuery";
 /// `histogram_quantile(ttftQuantile, sum by (le) (rate(<ttft>_bucket{…}[ttftWindowSeconds])))`.
 /// Must return one series; NaN or no series means "no requests" (guard off).
 pub const TTFT_QUERY: &str = "ttftQuery";
-/// PromQL for mean KV-cache usage 0–1. Default `avg(<kv gauge>{…})`. One series.
+/// PromQL for mean KV-cache usage 0–1. Default `avg(<kv gauge>{…})`. One series, a
+/// fraction 0–1. Needs `kvCacheTarget` (nothing else reads it).
 pub const KV_CACHE_QUERY: &str = "kvCacheQuery";
 /// PromQL for mean GPU utilisation %. Default
 /// `avg(DCGM_FI_DEV_GPU_UTIL{namespace, pod=~podSelectorRegex})`. One series.

@@ -148,6 +148,17 @@ impl TriggerSpec {
             "a fraction in (0, 1], e.g. `0.8`",
             &mut errors,
         );
+        // The summed KV query feeds only the KV guard: without its target nothing polls it.
+        // (Without `prometheusAddress` it is refused as every PromQL key is.)
+        if !md.has(keys::KV_CACHE_TARGET)
+            && md.has(keys::KV_CACHE_QUERY)
+            && prometheus_declared(&md)
+        {
+            errors.push(conflict(
+                keys::KV_CACHE_QUERY,
+                "has no effect without `kvCacheTarget`",
+            ));
+        }
         let policy = policy(&md, &mut errors);
         let needs = Needs {
             running: running_per_replica.is_some(),

@@ -251,6 +251,14 @@ fn combinations_that_cannot_work_are_refused_with_the_reason() {
         ),
         (
             &[
+                ("prometheusAddress", "http://p:9090"),
+                ("targetBacklogPerReplica", "1"),
+                ("kvCacheQuery", "avg(x)"),
+            ],
+            &["kvCacheQuery", "has no effect without `kvCacheTarget`"],
+        ),
+        (
+            &[
                 ("vllmTargets", "http://a:1"),
                 ("targetBacklogPerReplica", "1"),
                 ("engine", "triton"),
