@@ -115,6 +115,9 @@ fn parse_host(value: &str) -> Result<(Url, Protocol, String), String> {
     if url.host_str().is_none_or(str::is_empty) {
         return Err("the URL has no host".to_owned());
     }
+    if url.port() == Some(0) {
+        return Err("port 0 is no port to connect to".to_owned());
+    }
     if !url.username().is_empty() || url.password().is_some() {
         return Err(
             "credentials do not belong in metadata; remove `user:password@` and name an `authProfile`"

@@ -89,6 +89,9 @@ fn parse_queue(value: &str) -> Result<QueueRef, String> {
     if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none_or(str::is_empty) {
         return Err("an http(s) queue URL with a host".to_owned());
     }
+    if url.port() == Some(0) {
+        return Err("port 0 is no port to connect to".to_owned());
+    }
     if !url.username().is_empty() || url.password().is_some() {
         return Err("credentials do not belong in metadata; use `authProfile`".to_owned());
     }
@@ -112,6 +115,9 @@ fn parse_endpoint(value: &str) -> Result<String, String> {
         return Err(
             "an http(s) URL with a host, e.g. `https://sqs.eu-west-1.amazonaws.com`".to_owned(),
         );
+    }
+    if url.port() == Some(0) {
+        return Err("port 0 is no port to connect to".to_owned());
     }
     if !url.username().is_empty() || url.password().is_some() {
         return Err("credentials do not belong in metadata; use `authProfile`".to_owned());

@@ -188,6 +188,25 @@ fn mistakes_name_the_key_the_value_and_what_is_allowed() {
             &["consumerGroup", "required"],
         ),
         (
+            &[("rabbitmqHost", "http://127.0.0.1:0"), ("queueName", "q")],
+            &["rabbitmqHost", "`http://127.0.0.1:0`", "port 0"],
+        ),
+        (
+            &[
+                ("queueURL", "http://127.0.0.1:0/000000000000/jobs"),
+                ("awsRegion", "eu-west-1"),
+            ],
+            &["queueURL", "port 0"],
+        ),
+        (
+            &[
+                ("queueURL", "jobs"),
+                ("awsRegion", "eu-west-1"),
+                ("awsEndpoint", "http://127.0.0.1:0"),
+            ],
+            &["awsEndpoint", "port 0"],
+        ),
+        (
             &[
                 ("bootstrapServers", "PLAINTEXT://b:9092"),
                 ("consumerGroup", "g"),
