@@ -164,7 +164,7 @@ fn parameter_value(tail: &str) -> (usize, usize) {
 const ENCODED_SPACES: &[&str] = &["%20", "%09", "%0a", "%0d", "+"];
 
 /// `…%20Bearer%20abc…` → `…%20Bearer%20[redacted]…` (also `Basic`, `%09`,
-/// `+`…, any case): [`redact_words`] splits at literal whitespace only, and
+/// `+`, an encoded `:` or `=` after the scheme…, any case): [`redact_words`] splits at literal whitespace only, and
 /// a URL shows a space as `%20`. The scheme must start the text or follow a
 /// byte that is not a letter or digit, or an encoded space; the credential
 /// runs to the next encoded or literal whitespace, `&`, `;`, `#`, `,` or
@@ -195,7 +195,13 @@ fn redact_encoded_schemes(value: &str) -> String {
                 .iter()
                 .any(|s| bytes[..i].ends_with(s.as_bytes()));
         let mut start = i + scheme.len();
-        while let Some(len) = space_at(start) {
+        // `Bearer%3Aabc`, `Bearer%3Dabc`: the joined forms, encoded.
+        while let Some(len) = space_at(start).or_else(|| {
+            ["%3a", "%3d"]
+                .iter()
+                .find(|s| bytes[start..].starts_with(s.as_bytes()))
+                .map(|s| s.len())
+        }) {
             start += len;
         }
         if !boundary || start == i + scheme.len() {

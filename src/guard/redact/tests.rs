@@ -413,6 +413,15 @@ fn encoded_authorization_schemes_are_redacted() {
             "Authorization%3A%20BEARER%20S3CRET",
             "Authorization%3A%20BEARER%20[redacted]",
         ),
+        // The joined forms (`Bearer:x`, `Bearer=x`), encoded.
+        (
+            "http://h/m?h=Bearer%3AS3CRET",
+            "http://h/m?h=Bearer%3A[redacted]",
+        ),
+        (
+            "http://h/m?h=bearer%3dS3CRET&x=1",
+            "http://h/m?h=bearer%3d[redacted]&x=1",
+        ),
     ] {
         assert_eq!(redact(raw), expected, "{raw:?}");
         assert_eq!(redact(expected), expected, "{raw:?}");
