@@ -435,6 +435,11 @@ spec:
         stdout.contains("the credentials in it were left out"),
         "{stdout}"
     );
+    // The token in the kept serverAddress is shown `[redacted]`: the output says to put it back.
+    assert!(
+        stdout.contains("# Note: [redacted] stands for a credential of the input"),
+        "{stdout}"
+    );
 }
 
 #[test]

@@ -33,7 +33,7 @@ use std::fmt::Write as _;
 
 use crate::cli::check::{FoundTrigger, check_trigger_static};
 use crate::guard::config::ScalerConfig;
-use crate::guard::redact::redact;
+use crate::guard::redact::{REDACTED, redact};
 use crate::trigger::{TriggerSpec, keys};
 
 /// The `check --from-keda` command: exit 0 when every ScaledObject gave a
@@ -71,6 +71,13 @@ pub fn run(path: &Path, config: &ScalerConfig) -> ExitCode {
                 out.push_str(&redact(&line));
                 out.push('\n');
             }
+        }
+        // Pasted as is, `[redacted]` would be sent upstream as the credential.
+        if m.text.contains(REDACTED) {
+            let _ = writeln!(
+                out,
+                "# Note: {REDACTED} stands for a credential of the input, which is never printed: write it back where you paste this, or better move it to an `authProfile` of the scaler's --config"
+            );
         }
     }
     // One write; a closed pipe (`| head`) is not a crash, a full disk is reported.
