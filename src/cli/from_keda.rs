@@ -81,7 +81,7 @@ pub fn run(path: &Path, config: &ScalerConfig) -> ExitCode {
         }
     }
     // One write; a closed pipe (`| head`) is not a crash, a full disk is reported.
-    super::super::stdout::write(format_args!("{out}"));
+    crate::cli::stdout::write(format_args!("{out}"));
     if ok {
         ExitCode::SUCCESS
     } else {
