@@ -76,19 +76,54 @@ fn an_at_inside_promql_or_a_quoted_value_is_kept() {
         "foo{team=\"alice.smith@example.com\"}",
         "foo{team=\"ml-platform@example.com\",ns=\"x\"}",
         "sum(vllm:num_requests_running{model_name=\"Qwen/Qwen2-7B@main\"})",
-        "dcgm http://10.0.0.9:9400/metrics pod=~^(?:vllm@.*|[a-z]+@gpu)$",
+        "sum(vllm:num_requests_waiting{model_name=\"org/Model@rev,tag\",namespace=\"inference\"})",
+        "sum(z{p=\"data-science@corp.io/ml\"})",
     ] {
         assert_eq!(redact(raw), raw, "{raw:?}");
     }
-    // With a port, or where the entry ends, it is a userinfo whatever stands around it.
+    // Quoted with a port, or unquoted whatever follows, it is a userinfo. (A regex with an
+    // `@` after its `(?:` reads as one too: no pod name holds an `@`.)
     check(&[
         (
             "{\"brokers\":\"u:p@kafka:9092\"}",
-            "[redacted]@kafka:9092\"}",
+            "{\"brokers\":\"[redacted]@kafka:9092\"}",
         ),
         ("\"TOKEN@kafka:9092\"", "\"[redacted]@kafka:9092\""),
         ("u:p@kafka", "[redacted]@kafka"),
         ("u:p@kafka/x", "[redacted]@kafka/x"),
+        ("^(?:vllm@.*|[a-z]+@gpu)$", "[redacted]@gpu)$"),
+    ]);
+}
+
+/// A schemeless `user:password@` is hidden whatever follows the `@`: a templated or mistyped
+/// host or port (`${PORT}`, `$(HOST)`, `abc`) is no reason to show the password. An outside
+/// audit found these shown once the rule above asked for a host and a port.
+#[test]
+fn a_password_before_any_host_is_redacted() {
+    check(&[
+        ("u:SEKRIT@kafka:${PORT}", "[redacted]@kafka:${PORT}"),
+        (
+            "u:SEKRIT@kafka:$(KAFKA_PORT)",
+            "[redacted]@kafka:$(KAFKA_PORT)",
+        ),
+        ("u:SEKRIT@kafka:abc", "[redacted]@kafka:abc"),
+        ("kafka:9092,u:SEKRIT@k2:abc", "[redacted]@k2:abc"),
+        (
+            "u:SEKRIT@$(KAFKA_HOST):9092",
+            "[redacted]@$(KAFKA_HOST):9092",
+        ),
+        ("u:SEKRIT@${HOST}:9092", "[redacted]@${HOST}:9092"),
+        ("u:SEKRIT@{{host}}:9092", "[redacted]@{{host}}:9092"),
+        ("u:SEKRIT@:9092", "[redacted]@:9092"),
+        ("u:SEKRIT@", "[redacted]@"),
+        ("u:SEKRIT@kafka|9092", "[redacted]@kafka|9092"),
+        ("u:SEKRIT@/x", "[redacted]@/x"),
+        (
+            "u:SEKRIT@$(HOST):8000/metrics",
+            "[redacted]@$(HOST):8000/metrics",
+        ),
+        ("u:SEKRIT@x(", "[redacted]@x("),
+        ("Jane.Doe@10.0.0.1:9100", "[redacted]@10.0.0.1:9100"),
     ]);
 }
 

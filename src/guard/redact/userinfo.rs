@@ -235,10 +235,84 @@ fn authority_start(word: &str, from: usize, to: usize) -> (usize, bool) {
 fn userinfo_start(word: &str, from: usize, at: usize) -> Option<usize> {
     match authority_start(word, from, at) {
         (start, true) => Some(start),
-        (start, false) => {
-            (has_colon(&word[start..at]) && host_follows(after_at(word, at))).then_some(start)
-        }
+        (start, false) => (has_colon(&word[start..at]) && schemeless_userinfo(word, start, at))
+            .then(|| after_open_quote(word, start, at)),
     }
+}
+
+/// Whether the `@` at `at` of an entry without a scheme (starting at `from`) may end a
+/// userinfo: always, unless what surrounds it says it is other text. PromQL's `@` modifier
+/// (`vllm:num_requests_waiting@1700000000`, `x@start()`: every vLLM metric name has a `:`);
+/// or an `@` inside a quoted string (`team="ml-platform@example.com"`,
+/// `model_name="org/Model@rev,tag"`) that no `host:port` follows. Anything else is hidden
+/// whatever follows the `@` (`u:p@kafka:${PORT}`, `u:p@$(HOST):9092`, `u:p@`): a password is
+/// worth more than a mangled message.
+fn schemeless_userinfo(word: &str, from: usize, at: usize) -> bool {
+    let rest = after_at(word, at);
+    if promql_modifier(rest) {
+        return false;
+    }
+    !inside_quotes(word, from, at) || host_and_port_follow(rest)
+}
+
+/// Where the userinfo of a schemeless entry starts: after the quote that opened the string the
+/// `@` stands in (`{"brokers":"u:p@k:9092"}` hides `u:p`), else at `from`.
+fn after_open_quote(word: &str, from: usize, at: usize) -> usize {
+    if inside_quotes(word, from, at) {
+        word[from..at]
+            .rfind(['"', '\''])
+            .map_or(from, |q| from + q + 1)
+    } else {
+        from
+    }
+}
+
+/// True when an odd number of `"` (or of `'`) stand in `word[from..at]`: the `@` is inside a
+/// quoted string (a PromQL label value, a JSON string).
+fn inside_quotes(word: &str, from: usize, at: usize) -> bool {
+    let part = &word[from..at];
+    part.matches('"').count() % 2 == 1 || part.matches('\'').count() % 2 == 1
+}
+
+/// True when `rest`, the text after an `@`, is the argument of PromQL's `@` modifier: a Unix
+/// time (digits, at most one `.`) that no host character or `:` follows, or `start()` or
+/// `end()`.
+fn promql_modifier(rest: &str) -> bool {
+    if rest.starts_with("start()") || rest.starts_with("end()") {
+        return true;
+    }
+    let bytes = rest.as_bytes();
+    let number = bytes
+        .iter()
+        .take_while(|b| b.is_ascii_digit() || **b == b'.')
+        .count();
+    let time = &rest[..number];
+    number > 0
+        && time.bytes().next().is_some_and(|b| b.is_ascii_digit())
+        && time.matches('.').count() <= 1
+        && !bytes
+            .get(number)
+            .is_some_and(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b':' | b'.'))
+}
+
+/// True when a host and a numeric port follow an `@`: `kafka:9092`, `10.0.0.5:8000`,
+/// `[::1]:9092`.
+fn host_and_port_follow(rest: &str) -> bool {
+    let len = host_len(rest);
+    len > 0
+        && rest.as_bytes().get(len) == Some(&b':')
+        && rest.as_bytes().get(len + 1).is_some_and(u8::is_ascii_digit)
+}
+
+/// The length of the host `rest` starts with: a bracketed IPv6 address, or letters, digits,
+/// `.`, `-` and `_`; 0 when none.
+fn host_len(rest: &str) -> usize {
+    if rest.starts_with('[') {
+        return rest.find(']').map_or(0, |close| close + 1);
+    }
+    rest.bytes()
+        .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
+        .count()
 }
 
 /// The text after the `@` (or `%40`) at `at`.
@@ -251,9 +325,10 @@ fn after_at(word: &str, at: usize) -> &str {
 /// in the entry part `word[from..at]` that holds no `:`: a token pasted as
 /// the whole userinfo (`ghp_…@10.0.0.5:8000`, `TOKEN@kafka:9092`), which
 /// GitHub and token-only brokers read as the credential. It is hidden when
-/// - a host follows the `@`: letters, digits, `.`, `-` or `_` that are not
-///   a number with at most one `.` (PromQL's `x@1700000000` timestamp) and
-///   not a function's name (`x@start()`), or a bracketed IPv6 address; and
+/// - a host follows the `@` (letters, digits, `.`, `-` or `_`, or a bracketed
+///   IPv6 address) that is not PromQL's `@` modifier (`x@1700000000`,
+///   `x@start()`), and, inside a quoted string (a label value), a numeric
+///   port follows the host (`"TOKEN@kafka:9092"`, not `"ml@example.com"`); and
 /// - the token (the run of letters, digits and `-._~+/%!$*` before the
 ///   `@`, with any trailing `=` of base64 padding) is not a plain user
 ///   name: one to seven lowercase ASCII letters that are not a credential's
@@ -265,7 +340,13 @@ fn after_at(word: &str, at: usize) -> &str {
 /// else is hidden, since a short token is still a token.
 fn bare_token_start(word: &str, from: usize, at: usize) -> Option<usize> {
     let bytes = word.as_bytes();
-    if !host_follows(after_at(word, at)) {
+    let rest = after_at(word, at);
+    let hidden_here = if inside_quotes(word, from, at) {
+        host_and_port_follow(rest)
+    } else {
+        host_len(rest) > 0 && !promql_modifier(rest)
+    };
+    if !hidden_here {
         return None;
     }
     let is_token_byte = |b: &u8| b.is_ascii_alphanumeric() || b"-._~+/%!$*".contains(b);
@@ -286,41 +367,6 @@ fn bare_token_start(word: &str, from: usize, at: usize) -> Option<usize> {
         && token.bytes().all(|b| b.is_ascii_lowercase())
         && !is_credential_name(token);
     (start < end && !plain).then_some(start)
-}
-
-/// True when `rest`, the text after an `@` of an entry without a scheme, starts with a host
-/// as a URL or a `host:port` list goes on after one: letters, digits, `.`, `-` or `_` that are
-/// not a number with at most one `.` (PromQL's `x@1700000000` timestamp), or a bracketed IPv6
-/// address; then the end of the entry, a `:port` (or a `:` ending the word), or `/`, `?`, `#`,
-/// `,`, `;`, `\`, `%`.
-///
-/// Anything else after the host says the `@` is part of some other text: a function call
-/// (`x@start()`), a quoted label value (`team="ml-platform@example.com"`,
-/// `model_name="Qwen/Qwen2@main"`), a regex (`[a-z]+@gpu)$`). The price: a schemeless
-/// `user:password@host` written inside quotes and without a port (`"u:p@kafka"`) is shown; a
-/// broker address always has its port.
-fn host_follows(rest: &str) -> bool {
-    let len = if rest.starts_with('[') {
-        match rest.find(']') {
-            Some(close) => close + 1,
-            None => return false,
-        }
-    } else {
-        rest.bytes()
-            .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
-            .count()
-    };
-    let host = &rest[..len];
-    let number =
-        host.bytes().all(|b| b.is_ascii_digit() || b == b'.') && host.matches('.').count() <= 1;
-    let after = rest.as_bytes()[len..].first().copied();
-    let goes_on_as_a_url = match after {
-        None => true,
-        // A port, or the `:` that ends a clause (`TOKEN@kafka: refused`).
-        Some(b':') => rest.as_bytes().get(len + 1).is_none_or(u8::is_ascii_digit),
-        Some(b) => matches!(b, b'/' | b'?' | b'#' | b',' | b';' | b'\\' | b'%'),
-    };
-    len > 0 && !number && goes_on_as_a_url
 }
 
 /// If the last entry of `word` opened a userinfo that a later word closes,
