@@ -54,10 +54,16 @@ pub struct PromQuery {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct QueryReading {
-    /// The query, for explanations.
+    /// The query, for explanations; shown redacted (`/explain` serves it, and a matcher such
+    /// as `a="Bearer …"` is credential-shaped).
+    #[serde(serialize_with = "serialize_redacted")]
     pub query: String,
     /// Every series returned (an empty vector is a valid answer).
     pub series: Vec<SeriesValue>,
+}
+
+fn serialize_redacted<S: serde::Serializer>(text: &str, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&redact(text))
 }
 
 impl fmt::Display for PromQuery {

@@ -170,3 +170,20 @@ fn an_answer_its_signal_cannot_read_is_a_parse_error_naming_key_and_query() {
         .expect("parses");
     assert!(waiting.check(&empty).is_ok());
 }
+
+/// `/explain` serves a reading's query: a credential-shaped matcher is shown redacted there,
+/// as in every other channel (an outside audit found it raw).
+#[test]
+fn a_readings_query_is_serialized_redacted() {
+    let reading = QueryReading {
+        query: "sum(x{a=\"Bearer S3CR3T\"})".to_owned(),
+        series: Vec::new(),
+    };
+    let json = serde_json::to_string(&reading).expect("json");
+    assert!(
+        !json.contains("S3CR3T") && json.contains("Bearer [redacted]"),
+        "{json}"
+    );
+    // The value itself keeps the query as sent.
+    assert!(reading.query.contains("S3CR3T"));
+}
