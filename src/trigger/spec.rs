@@ -185,7 +185,8 @@ impl TriggerSpec {
                 "`capacity` needs per-pod counters: set `vllmTargets`, or `prometheusAddress` (per-pod PromQL queries)",
             ));
         }
-        if md.has(keys::MIN_REPORTING_FRACTION) && !per_pod {
+        // Scraped pods are read one by one under either policy; PromQL only under `capacity`.
+        if md.has(keys::MIN_REPORTING_FRACTION) && !(declared.scrape || per_pod) {
             errors.push(conflict(
                 keys::MIN_REPORTING_FRACTION,
                 "counts the pods read per pod (`vllmTargets`, or `prometheusAddress` with `policy: capacity`); the summed PromQL path and brokers have no per-pod answers",

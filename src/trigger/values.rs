@@ -275,7 +275,14 @@ pub fn required_target(
         });
         return None;
     }
-    number(md, key, |v| v >= MIN_TARGET, ALLOWED, errors)
+    // Both bounds in `valid`, so that the allowed text says them once.
+    number(
+        md,
+        key,
+        |v| v >= MIN_TARGET && v <= *NUMBER_SIZES.end(),
+        ALLOWED,
+        errors,
+    )
 }
 
 /// An optional number > 0; `allowed` says so in the key's own unit, with

@@ -32,6 +32,17 @@ const CREDENTIAL_NAMES: &[&str] = &[
     "session_token",
     "credential",
     "credentials",
+    // Short or generic names that carry credentials too (an outside audit found them shown):
+    // a password (`pw`), a JSON web token, an Azure shared-access signature, a cookie, a
+    // session id, a passphrase.
+    "pw",
+    "jwt",
+    "sas",
+    "cookie",
+    "session",
+    "sessionid",
+    "session_id",
+    "passphrase",
 ];
 /// Parts of a parameter name that make it a credential wherever they appear
 /// (`private_token`, `X-Goog-Signature`, `oauth_verifier`, `db_password`…).

@@ -198,3 +198,30 @@ fn credentials_without_the_usual_spaces_are_redacted() {
         assert_eq!(redact(raw), raw, "{raw:?}");
     }
 }
+
+/// Short or generic parameter names that carry a credential.
+#[test]
+fn more_credential_parameter_names_are_redacted() {
+    for name in [
+        "pw",
+        "jwt",
+        "sas",
+        "cookie",
+        "session",
+        "sessionid",
+        "passphrase",
+        "PW",
+    ] {
+        let raw = format!("http://h:1/m?{name}=S3CR3T&x=1");
+        let shown = redact(&raw);
+        assert_eq!(
+            shown,
+            format!("http://h:1/m?{name}=[redacted]&x=1"),
+            "{raw}"
+        );
+    }
+    // Names that only contain them are not credentials.
+    for raw in ["http://h:1/m?sessions_total=3", "http://h:1/m?pwr=3"] {
+        assert_eq!(redact(raw), raw, "{raw}");
+    }
+}

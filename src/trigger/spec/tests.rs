@@ -557,6 +557,10 @@ fn min_reporting_fraction_is_a_fraction_in_zero_one_for_scraped_pods() {
             "{value}: {text}"
         );
     }
+    // Scraped pods are counted under `policy: backlog` too (an outside audit found it refused).
+    let mut md = base();
+    md.extend([("policy", "backlog"), ("minReportingFraction", "1")]);
+    assert_eq!(parse(&md).expect("backlog").min_reporting_fraction, 1.0);
     // The summed PromQL path has no per-pod answers to count.
     let text = error_text(&[
         ("prometheusAddress", "http://127.0.0.1:9090"),

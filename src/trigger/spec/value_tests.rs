@@ -270,6 +270,11 @@ fn numbers_of_no_meaningful_size_are_refused() {
         text.contains("and from 0.000001 to 1000000000 in size") && !text.contains("and 0 or"),
         "{text}"
     );
+    let text = error_text(&[SCRAPE, ("targetBacklogPerReplica", "1000000000.5")]);
+    assert!(
+        !text.contains("in size"),
+        "the target's range is said once: {text}"
+    );
     let text = error_text(&[SCRAPE, T, ("activationBacklog", "1e-9")]);
     assert!(text.contains("and 0 or from 0.000001"), "{text}");
     for (base, key, value, allowed) in cases {
