@@ -225,3 +225,63 @@ fn more_credential_parameter_names_are_redacted() {
         assert_eq!(redact(raw), raw, "{raw}");
     }
 }
+
+/// A quote inside a password opens no quoted string: the whole userinfo is hidden. A re-check
+/// found the part before the quote shown (`u:pa"[redacted]@…`) and `u:s3cret"@…` shown whole.
+/// A label value after `, ` (a space after the comma) is still a quoted value, not the second
+/// half of a password with a space.
+#[test]
+fn a_quote_in_a_password_opens_no_string() {
+    check(&[
+        ("u:pa\"ss@kafka:9092", "[redacted]@kafka:9092"),
+        ("u:pa'ss@rabbit:5672", "[redacted]@rabbit:5672"),
+        ("u:secret\"@kafka:9092", "[redacted]@kafka:9092"),
+        ("u:s3cret'@kafka:9092", "[redacted]@kafka:9092"),
+        ("u:pa\"ss@kafka", "[redacted]@kafka"),
+        ("u:pa'ss@kafka:${PORT}", "[redacted]@kafka:${PORT}"),
+        ("app:Zx9\"qL%40kafka:9092", "[redacted]%40kafka:9092"),
+        ("tok\"en%40127.0.0.1:19092", "[redacted]%40127.0.0.1:19092"),
+    ]);
+    for raw in [
+        "sum(vllm:num_requests_waiting{model_name=\"x\", team=\"ml-platform@example.com\"})",
+        "sum by (pod) (vllm:num_requests_waiting{namespace=\"llm\", owner=\"ops@corp.io\"})",
+        "{model_name=`Qwen/Qwen2-7B@main`}",
+        "{note=\"it's\",team='ml-platform@example.com'}",
+        "{a=\"x\\\"y\",team=\"ml-platform@example.com\"}",
+    ] {
+        assert_eq!(redact(raw), raw, "{raw:?}");
+    }
+}
+
+/// A password holding several spaces (a passphrase) is hidden whole: the join reached back one
+/// word only, and a re-check found `http://u:[redacted] horse battery@…` and
+/// `admin:my [redacted]@…`.
+#[test]
+fn a_passphrase_is_hidden_whole() {
+    check(&[
+        (
+            "admin:correct horse battery@kafka:9092",
+            "[redacted]@kafka:9092",
+        ),
+        (
+            "http://u:correct horse battery@vllm:8000/metrics",
+            "http://[redacted]@vllm:8000/metrics",
+        ),
+        (
+            "amqp://u:pa ss wd@rabbit:5672/",
+            "amqp://[redacted]@rabbit:5672/",
+        ),
+        ("admin:my pass:word@kafka:9092", "[redacted]@kafka:9092"),
+        (
+            "value `admin:correct horse battery staple@kafka:9092`: no",
+            "value [redacted]@kafka:9092`: no",
+        ),
+    ]);
+    // Words with their own punctuation stop the search: an error's text is not a password.
+    for raw in [
+        "error: connect to broker failed: u@h:1",
+        "at 12:30:45 alice@kafka:9092 failed",
+    ] {
+        assert_eq!(redact(raw), raw, "{raw:?}");
+    }
+}

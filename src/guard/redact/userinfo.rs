@@ -49,21 +49,32 @@ pub(super) fn redact_anywhere(text: &str) -> String {
                 continue;
             };
             let hidden = match userinfo_start(word, entry.start, at) {
+                // `admin:my pass:word@h`: this word's own `user:password` may be the end of a
+                // password an earlier word opened.
+                Some(start)
+                    if n == 0
+                        && start == 0
+                        && !authority_start(word, entry.start, at).1
+                        && join_back(&mut out, i) =>
+                {
+                    copied = at;
+                    continue;
+                }
                 Some(start) => start..at,
                 None => {
                     // A `[redacted]@` is one this pass made, when it chose
                     // not to join: choosing again would not be idempotent.
-                    if n == 0 && at > 0 && i >= 2 && &word[..at] != REDACTED {
-                        // `http://u:pa ss@h`: the previous word opened a
-                        // userinfo this one closes; hide both halves. Read
-                        // the previous word as already redacted, since an
-                        // earlier entry of it may have had its own userinfo
-                        // hidden. Tried before the token rule, which would
-                        // hide only this half.
-                        let previous = &out[i - 2];
-                        if let Some(start) = opened_userinfo(previous) {
-                            out[i - 2] = format!("{}{REDACTED}", &previous[..start]);
-                            out[i - 1] = String::new();
+                    if n == 0
+                        && at > 0
+                        && i >= 2
+                        && &word[..at] != REDACTED
+                        && schemeless_userinfo(word, entry.start, at)
+                    {
+                        // `http://u:pa ss@h`: an earlier word opened a
+                        // userinfo this one closes; hide all of it. Tried
+                        // before the token rule, which would hide only this
+                        // part.
+                        if join_back(&mut out, i) {
                             copied = at;
                             continue;
                         }
@@ -85,6 +96,33 @@ pub(super) fn redact_anywhere(text: &str) -> String {
         out[i] = shown;
     }
     out.concat()
+}
+
+/// How many words back a password holding spaces is looked for (`u:correct horse battery@h`).
+const PASSPHRASE_WORDS: usize = 4;
+
+/// If a word at most [`PASSPHRASE_WORDS`] before `out[i]` opened a userinfo
+/// ([`opened_userinfo`]) and only plain words stand between (no `:`, `@`, `=` or quote), hide
+/// it from there to `out[i]`'s start and return true. The words are read as already redacted,
+/// since an earlier entry of one may have had its own userinfo hidden.
+fn join_back(out: &mut [String], i: usize) -> bool {
+    for back in 1..=PASSPHRASE_WORDS {
+        let Some(j) = i.checked_sub(2 * back) else {
+            return false;
+        };
+        let candidate = &out[j];
+        if let Some(start) = opened_userinfo(candidate) {
+            out[j] = format!("{}{REDACTED}", &candidate[..start]);
+            for between in &mut out[j + 1..i] {
+                between.clear();
+            }
+            return true;
+        }
+        if candidate.contains([':', '@', '=', '"', '\'', '`']) || candidate.is_empty() {
+            return false;
+        }
+    }
+    false
 }
 
 /// `scheme://host:PORT…` whose PORT is not a number: from the port to the
@@ -258,20 +296,28 @@ fn schemeless_userinfo(word: &str, from: usize, at: usize) -> bool {
 /// Where the userinfo of a schemeless entry starts: after the quote that opened the string the
 /// `@` stands in (`{"brokers":"u:p@k:9092"}` hides `u:p`), else at `from`.
 fn after_open_quote(word: &str, from: usize, at: usize) -> usize {
-    if inside_quotes(word, from, at) {
-        word[from..at]
-            .rfind(['"', '\''])
-            .map_or(from, |q| from + q + 1)
-    } else {
-        from
-    }
+    opening_quote(word, from, at).map_or(from, |q| q + 1)
 }
 
-/// True when an odd number of `"` (or of `'`) stand in `word[from..at]`: the `@` is inside a
-/// quoted string (a PromQL label value, a JSON string).
+/// True when the `@` at `at` stands inside a quoted string: [`opening_quote`].
 fn inside_quotes(word: &str, from: usize, at: usize) -> bool {
-    let part = &word[from..at];
-    part.matches('"').count() % 2 == 1 || part.matches('\'').count() % 2 == 1
+    opening_quote(word, from, at).is_some()
+}
+
+/// The quote that opens the string the `@` at `at` stands in, if it stands in one the way a
+/// PromQL label value or a JSON string does: the last quote (`"`, `'` or a backtick) before the
+/// `@` in the entry follows `=`, `~`, `:`, `{`, `(`, `[` or `,` (or starts the entry), and the
+/// same quote closes the string after the `@`. A quote inside a password (`u:pa"ss@h`,
+/// `u:s3cret"@h`) follows no such character, or is never closed: it opens nothing, and the
+/// userinfo is hidden from the entry's start.
+fn opening_quote(word: &str, from: usize, at: usize) -> Option<usize> {
+    let bytes = word.as_bytes();
+    let q = from
+        + bytes[from..at]
+            .iter()
+            .rposition(|b| matches!(b, b'"' | b'\'' | b'`'))?;
+    let opens = q == from || matches!(bytes[q - 1], b'=' | b'~' | b':' | b'{' | b'(' | b'[' | b',');
+    (opens && bytes[at..].contains(&bytes[q])).then_some(q)
 }
 
 /// True when `rest`, the text after an `@`, is the argument of PromQL's `@` modifier: a Unix
@@ -341,7 +387,8 @@ fn after_at(word: &str, at: usize) -> &str {
 fn bare_token_start(word: &str, from: usize, at: usize) -> Option<usize> {
     let bytes = word.as_bytes();
     let rest = after_at(word, at);
-    let hidden_here = if inside_quotes(word, from, at) {
+    let quoted = inside_quotes(word, from, at);
+    let hidden_here = if quoted {
         host_and_port_follow(rest)
     } else {
         host_len(rest) > 0 && !promql_modifier(rest)
@@ -349,7 +396,12 @@ fn bare_token_start(word: &str, from: usize, at: usize) -> Option<usize> {
     if !hidden_here {
         return None;
     }
-    let is_token_byte = |b: &u8| b.is_ascii_alphanumeric() || b"-._~+/%!$*".contains(b);
+    // A quote that opens no string is part of the token (`tok"en@h:1`).
+    let is_token_byte = |b: &u8| {
+        b.is_ascii_alphanumeric()
+            || b"-._~+/%!$*".contains(b)
+            || (!quoted && matches!(b, b'"' | b'\'' | b'`'))
+    };
     let padding = bytes[from..at]
         .iter()
         .rev()
