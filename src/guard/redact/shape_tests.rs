@@ -240,6 +240,7 @@ fn a_quote_in_a_password_opens_no_string() {
         ("u:pa\"ss@kafka", "[redacted]@kafka"),
         ("u:pa'ss@kafka:${PORT}", "[redacted]@kafka:${PORT}"),
         ("app:Zx9\"qL%40kafka:9092", "[redacted]%40kafka:9092"),
+        ("s3cr3t@abc@kafka:9092", "[redacted]@kafka:9092"),
         ("tok\"en%40127.0.0.1:19092", "[redacted]%40127.0.0.1:19092"),
     ]);
     for raw in [

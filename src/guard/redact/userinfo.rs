@@ -396,10 +396,11 @@ fn bare_token_start(word: &str, from: usize, at: usize) -> Option<usize> {
     if !hidden_here {
         return None;
     }
-    // A quote that opens no string is part of the token (`tok"en@h:1`).
+    // A quote that opens no string is part of the token (`tok"en@h:1`), and so is an `@`
+    // before the last one (`s3cr3t@abc@kafka:9092`: the token is not `abc`).
     let is_token_byte = |b: &u8| {
         b.is_ascii_alphanumeric()
-            || b"-._~+/%!$*".contains(b)
+            || b"-._~+/%!$*@".contains(b)
             || (!quoted && matches!(b, b'"' | b'\'' | b'`'))
     };
     let padding = bytes[from..at]
