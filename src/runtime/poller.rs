@@ -20,7 +20,6 @@ use tokio::task::AbortHandle;
 use crate::decide::signal_state::FailingPod;
 pub use crate::decide::signal_state::{SignalState, Timed};
 use crate::runtime::backoff::{SplitMix, backoff_after, transient_delay};
-pub use crate::runtime::retry::read_once;
 use crate::runtime::retry::read_with_retries;
 use crate::runtime::telemetry::Telemetry;
 use crate::source::context::SourceContext;

@@ -133,8 +133,8 @@ async fn read_polled(
 
 /// Take one reading of `source`, calling its reader directly. `memory` is
 /// the poller's state between readings (open broker connections, Kafka's
-/// previous offsets). A pod-scrape source is read all-or-nothing here (as
-/// `check` probes it); the pollers read it pod by pod.
+/// previous offsets). A pod-scrape source is read all-or-nothing here; the
+/// pollers (and `check`) read it pod by pod ([`read_with_retries`]).
 pub async fn read_once(
     source: &SourceSpec,
     ctx: &SourceContext,
